@@ -1,0 +1,5 @@
+import sys
+
+from panewatch.cli import main
+
+sys.exit(main())
