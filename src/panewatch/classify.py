@@ -54,7 +54,7 @@ def region_rows(snapshot: Snapshot, region: Region) -> tuple[int, list[str]]:
         for index in range(len(rows) - 1, -1, -1):
             if _RULE_ROW.match(rows[index]):
                 return index + 1, list(rows[index + 1 :])
-        return len(rows), []
+        return 0, list(rows)  # no rule drawn (a fragment, a bare dialog): the whole screen is "below" it
     raise ValueError(region.kind)
 
 
@@ -100,7 +100,9 @@ def _match_rule(rule: Rule, regions: _Regions) -> tuple[re.Match[str] | None, in
 def _verdict(rule: Rule, match: re.Match[str], first_row: int | None, text_source: str, agent: str) -> Verdict:
     row = None
     if first_row is not None:
-        row = first_row + text_source.count("\n", 0, match.start())
+        # `^\s*` may swallow blank rows before the text: count from the first visible character.
+        start = match.start() + len(match.group(0)) - len(match.group(0).lstrip())
+        row = first_row + text_source.count("\n", 0, start)
     return Verdict(rule.state, rule.id, str(rule.region), match.group(0).strip(),
                    row, agent)
 
@@ -125,6 +127,23 @@ def explain(snapshot: Snapshot, manifest: Manifest) -> tuple[Verdict, list[RuleT
         if match is not None:
             return _verdict(rule, match, first_row, regions.get(rule.region)[1], manifest.id), trace
     return Verdict("idle", None, agent=manifest.id), trace
+
+
+_PRIORITY = {"blocked": 0, "working": 1, "idle": 2}
+
+
+def classify_unidentified(snapshot: Snapshot, manifests: list[Manifest]) -> Verdict:
+    """No agent recognised yet: the most urgent verdict any manifest's rules give (blocked first),
+    reported with agent '' since the agent is unknown. Better to surface a dialog than to miss it."""
+    best = Verdict("idle", None, agent="")
+    for manifest in manifests:
+        if not manifest.verified:  # unverified rules are too loose to apply to an unknown screen
+            continue
+        verdict = classify(snapshot, manifest)
+        if verdict.rule is not None and _PRIORITY[verdict.state] < _PRIORITY[best.state]:
+            best = Verdict(verdict.state, f"{manifest.id}/{verdict.rule}", verdict.region, verdict.matched,
+                           verdict.row, "")
+    return best
 
 
 def identify(snapshot: Snapshot, manifests: list[Manifest]) -> Manifest | None:

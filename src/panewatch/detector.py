@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from panewatch.classify import Verdict, classify, identify
+from panewatch.classify import Verdict, classify, classify_unidentified, identify
 from panewatch.manifest import Manifest
 from panewatch.policy import ChangeDrivenSchedule, Schedule
 from panewatch.screen import Screen, Snapshot
@@ -74,7 +74,8 @@ class PaneDetector:
                 self._identified = found.id
                 manifest = found
         if manifest is None:
-            self.verdict = UNKNOWN
+            self.stats.classifications += 1
+            self.verdict = classify_unidentified(snapshot, self.manifests()) if self.agent_id is None else UNKNOWN
             return self.verdict
         judged = (snapshot, manifest)
         if self._judged is not None and self._judged[0] is snapshot and self._judged[1] is manifest:

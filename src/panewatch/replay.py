@@ -20,6 +20,7 @@ TAIL_SECONDS = 3.0
 class Change:
     t: float
     verdict: Verdict
+    snapshot: Snapshot | None = None  # the screen that was judged (for `agents explain`)
 
     @property
     def state(self) -> str:
@@ -53,7 +54,7 @@ def replay(
     """Feed `o` and `r` events at their cast times; run every scheduled check at its due time."""
     detector = PaneDetector(lambda: manifests, Screen(cast.header.width, cast.header.height),
                             schedule=schedule(), agent_id=agent)
-    changes = [Change(0.0, detector.classify_now())]
+    changes = [Change(0.0, detector.classify_now(), detector.screen.snapshot())]
 
     def run_checks_until(limit: float) -> None:
         while (due := detector.next_due()) <= limit:
@@ -61,7 +62,7 @@ def replay(
             if on_check is not None:
                 on_check(due, detector)
             if changed is not None:
-                changes.append(Change(due, changed))
+                changes.append(Change(due, changed, detector.screen.snapshot()))
 
     last = 0.0
     for event in cast.events:
