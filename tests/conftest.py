@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+# The published example: a real Claude Code 2.1.303 permission dialog, words placed by CSI n G.
+EXAMPLE_PATH = DATA / "published_example.raw"
+
+
+@pytest.fixture(autouse=True)
+def _private_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads the developer's own config or runtime dir."""
+    monkeypatch.setenv("PANEWATCH_CONFIG_DIR", str(tmp_path / "config"))
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("PANEWATCH_RUNTIME_DIR", str(runtime))
+    os.environ.pop("PANEWATCH_CORPUS", None)
+
+
+@pytest.fixture
+def example() -> bytes:
+    data = EXAMPLE_PATH.read_bytes()
+    assert data.startswith(b"\r\x1b[1C\x1b[1B\x1b[39mDo\x1b[5Gyou")
+    return data

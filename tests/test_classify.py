@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+import pytest
+
+from panewatch.classify import classify, classify_unidentified, explain, identify, region_rows
+from panewatch.manifest import Region, load_all, load_manifest_text
+from panewatch.screen import Screen, Snapshot
+
+MANIFESTS = load_all()
+CLAUDE = MANIFESTS.manifests["claude"]
+RULE = "─" * 60
+
+
+def snap(text: str, title: str = "", height: int = 12) -> Snapshot:
+    return Snapshot.from_text(text.strip("\n"), title=title, height=height)
+
+
+def test_published_example_is_blocked(example: bytes) -> None:
+    screen = Screen(120, 32)
+    screen.feed(example)
+    verdict = classify(screen.snapshot(), CLAUDE)
+    assert (verdict.state, verdict.rule, verdict.row) == ("blocked", "permission-question", 1)
+    assert verdict.matched == "Do you want to proceed?"
+
+
+def test_dialog_below_the_input_rule_is_blocked() -> None:
+    screen = snap(f"""
+● I'll use the Bash tool now.
+{RULE}
+ Bash command
+ Do you want to proceed?
+ ❯ 1. Yes
+   2. No
+ Esc to cancel · Tab to amend
+""")
+    assert classify(screen, CLAUDE).state == "blocked"
+
+
+def test_quoted_dialog_in_prose_above_the_input_box_stays_idle() -> None:
+    screen = snap(f"""
+● This is what the dialog looks like:
+   Do you want to proceed?
+   ❯ 1. Yes
+     2. No
+   Esc to cancel · Tab to amend
+  Would you like me to add a regression test?
+{RULE}
+❯
+{RULE}
+  ⏸ manual mode on · ? for shortcuts
+""")
+    verdict = classify(screen, CLAUDE)
+    assert (verdict.state, verdict.rule) == ("idle", "shortcuts-footer")
+
+
+def test_working_footer_and_title() -> None:
+    footer = snap(f"✶ Flambéing…\n{RULE}\n❯\n{RULE}\n  ⏸ manual mode on · esc to interrupt")
+    assert classify(footer, CLAUDE).rule == "esc-to-interrupt"
+    title = snap(f"{RULE}\n❯\n{RULE}", title="◐ Claude Code")
+    verdict = classify(title, CLAUDE)
+    assert (verdict.state, verdict.region, verdict.row) == ("working", "title", None)
+
+
+def test_no_match_means_idle_with_no_rule() -> None:
+    verdict = classify(snap("nothing to see"), CLAUDE)
+    assert (verdict.state, verdict.rule) == ("idle", None)
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ("screen", (0, ["a", "", "b", "", ""])),
+    ("bottom:2", (1, ["", "b"])),
+    ("top:1", (0, ["a"])),
+])
+def test_regions(spec: str, expected: tuple[int, list[str]]) -> None:
+    snapshot = Snapshot(rows=("a", "", "b", "", ""))
+    assert region_rows(snapshot, Region.parse(spec)) == expected
+
+
+def test_below_rule_uses_the_last_rule_and_box_edges() -> None:
+    snapshot = Snapshot(rows=("x", RULE, "y", "  ╭" + "─" * 20 + "╮", "z"))
+    assert region_rows(snapshot, Region.parse("below_rule")) == (4, ["z"])
+
+
+def test_first_match_wins_and_none_excludes() -> None:
+    manifest = load_manifest_text("""
+[agent]
+id = "toy"
+[[rules]]
+id = "ask"
+state = "blocked"
+all = ['^Proceed\\?', '^1\\. Yes']
+none = ['quoted']
+note = "n"
+[[rules]]
+id = "any-yes"
+state = "working"
+any = ['Yes']
+note = "n"
+""", "toy.toml")
+    assert classify(snap("Proceed?\n1. Yes"), manifest).rule == "ask"
+    assert classify(snap("Proceed?\n1. Yes\nquoted"), manifest).rule == "any-yes"
+    _verdict, trace = explain(snap("Proceed?\n1. Yes\nquoted"), manifest)
+    assert [t.matched for t in trace] == [False, True] and "excluded by none" in trace[0].why
+
+
+def test_identify_from_title_and_screen() -> None:
+    manifests = MANIFESTS.list()
+    assert (m := identify(snap("", title="✳ Claude Code"), manifests)) and m.id == "claude"
+    assert (m := identify(snap("  >_ OpenAI Codex (v0.171.0)"), manifests)) and m.id == "codex"
+    assert (m := identify(snap("", title="✋  Action Required (ws)"), manifests)) and m.id == "gemini"
+    assert identify(snap("$ ls"), manifests) is None
+
+
+def test_unidentified_screen_still_surfaces_a_dialog(example: bytes) -> None:
+    screen = Screen(120, 32)
+    screen.feed(example)
+    verdict = classify_unidentified(screen.snapshot(), MANIFESTS.list())
+    assert verdict.state == "blocked" and verdict.rule == "claude/permission-question" and verdict.agent == ""

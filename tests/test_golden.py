@@ -1,0 +1,39 @@
+"""Every golden case (a folder with session.cast + truth.json) replays to its truth timeline."""
+
+from __future__ import annotations
+
+import pytest
+
+from panewatch.corpus import find_cases
+from panewatch.golden import run_case
+from panewatch.manifest import load_all
+from panewatch.policy import PolicyConfig
+from panewatch.scoring import LATENCY_BOUND
+
+CASES = find_cases()
+MANIFESTS = load_all().list()
+
+
+def test_corpus_is_not_empty() -> None:
+    assert len(CASES) >= 9
+    assert {c.agent for c in CASES} >= {"claude", "codex", "gemini"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_case_replays_to_truth(case) -> None:  # type: ignore[no-untyped-def]
+    outcome = run_case(case, MANIFESTS)
+    for segment in outcome.score.scored:
+        assert segment.latency is not None, f"{segment.state} at {segment.start:.2f}s never detected"
+        assert segment.latency <= LATENCY_BOUND, f"{segment.state} at {segment.start:.2f}s: {segment.latency:.3f}s"
+        assert segment.wrong_seconds == 0.0, f"{segment.state} at {segment.start:.2f}s: flickered"
+    assert outcome.score.false_blocked == 0.0
+    # The identification is the agent the case was recorded from.
+    assert {c.verdict.agent for c in outcome.result.changes[1:]} == {case.agent}
+    # A bounded number of classifications per second per pane.
+    rate = outcome.result.checks / outcome.result.duration
+    assert rate <= 1 / PolicyConfig().min_interval
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_case_replays_with_agent_pinned(case) -> None:  # type: ignore[no-untyped-def]
+    assert run_case(case, MANIFESTS, agent=case.agent).ok
