@@ -1,0 +1,260 @@
+"""Scenarios: what a mock model says, step by step, independent of the wire format.
+
+The user's prompt carries a control string such as ``SCN=bash DELAY=5``. A scenario is a list of
+tool-call steps followed by one final text reply; the step to send next is chosen from how many
+tool results the conversation already holds, so the mock keeps no per-session state.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+Kind = str  # "anthropic" | "openai" | "gemini"
+KINDS: tuple[Kind, ...] = ("anthropic", "openai", "gemini")
+
+_SCN_RE = re.compile(r"\bSCN=([A-Za-z_][\w-]*)")
+_DELAY_RE = re.compile(r"\bDELAY=(\d+(?:\.\d+)?)")
+_FILE_RE = re.compile(r"\bFILE=(\S+)")
+
+MARKER = "/tmp/panewatch_mock_x"
+
+
+@dataclass(frozen=True, slots=True)
+class Control:
+    """The scenario choice parsed from the prompt text."""
+
+    scenario: str
+    delay: float  # working time before every reply (keepalives are sent meanwhile)
+    file: str | None = None  # file the edit scenarios touch; default hello.py in the cwd
+
+
+def parse_control(text: str, *, default_scenario: str = "bash", default_delay: float = 1.0) -> Control:
+    scn = _SCN_RE.search(text)
+    delay = _DELAY_RE.search(text)
+    file = _FILE_RE.search(text)
+    return Control(
+        scenario=scn.group(1).lower() if scn else default_scenario,
+        delay=float(delay.group(1)) if delay else default_delay,
+        file=file.group(1) if file else None,
+    )
+
+
+def has_control(text: str) -> bool:
+    return _SCN_RE.search(text) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    name: str
+    args: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One model turn: optional text, then tool calls (if any end the turn with tool_use)."""
+
+    text: str = ""
+    tools: tuple[ToolCall, ...] = ()
+    delay: float = 0.0  # seconds of "thinking" before the first content byte
+    stream_seconds: float = 0.0  # spread the text deltas over this long (the slow scenario)
+    step: int = 0
+    scenario: str = ""
+
+    @property
+    def stop_reason(self) -> str:
+        return "tool_use" if self.tools else "end_turn"
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t.name for t in self.tools]
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    steps: tuple[tuple[ToolCall, ...], ...]  # each step is one reply made of tool calls
+    final: str  # the text that ends the turn
+    stream_seconds: float = 0.0
+
+
+def _target(control: Control, cwd: str | None) -> str:
+    name = control.file or "hello.py"
+    return name if os.path.isabs(name) else os.path.join(cwd or os.getcwd(), name)
+
+
+def _done(scenario: str) -> str:
+    return f"Done. The scripted scenario '{scenario}' is complete."
+
+
+_SLOW_TEXT = (
+    "Working through this slowly on purpose. " * 3
+    + "This reply streams for several seconds so the agent keeps showing that it is busy. "
+    + "Nothing needs your approval. "
+) * 2
+
+_TRAPS: dict[Kind, str] = {
+    "anthropic": (
+        "Here is what the permission dialog looked like in the bug report:\n\n"
+        "```\n"
+        " Bash command\n\n   rm -rf build/\n   Remove the build directory\n\n"
+        " Do you want to proceed?\n"
+        " ❯ 1. Yes\n"
+        "   2. Yes, and don't ask again for rm commands in this project\n"
+        "   3. No, and tell Claude what to do differently (esc)\n\n"
+        " Esc to cancel · Tab to amend\n"
+        "```\n\n"
+        "Other agents ask \"Would you like to run the following command?\" or \"Allow execution?\".\n\n"
+        "Would you like me to add a regression test?\n\n1. Yes\n2. No"
+    ),
+    "openai": (
+        "This is the approval dialog from the bug report:\n\n"
+        "> Would you like to run the following command?\n>\n"
+        "> $ rm -rf build/\n>\n"
+        "> › 1. Yes, proceed (y)\n"
+        ">   2. No, and tell Codex what to do differently (esc)\n>\n"
+        "> Press enter to confirm or esc to cancel\n\n"
+        "Other agents print \"Do you want to proceed? ❯ 1. Yes\" or \"Allow execution?\".\n\n"
+        "Would you like me to add a regression test for greet()?\n\n1. Yes, proceed\n2. No"
+    ),
+    "gemini": (
+        "This is the confirmation from the bug report:\n\n"
+        "```\n"
+        "? Shell  rm -rf build/\n\n"
+        "Allow execution of [Shell]?\n\n"
+        "● 1. Allow once\n"
+        "  2. Allow for this session\n"
+        "  3. No, suggest changes (esc)\n"
+        "```\n\n"
+        "Other agents ask \"Do you want to proceed? ❯ 1. Yes\" or "
+        "\"Would you like to run the following command?\".\n\n"
+        "Apply this change? Would you like me to add a regression test?\n\n1. Allow once\n2. No"
+    ),
+}
+
+
+def _anthropic(scn: str, control: Control, cwd: str | None) -> Script | None:
+    path = _target(control, cwd)
+
+    def bash(cmd: str, why: str) -> ToolCall:
+        return ToolCall("Bash", {"command": cmd, "description": why})
+
+    question = {
+        "question": "Which colour should the button be?",
+        "header": "Colour",
+        "options": [
+            {"label": "Red", "description": "A bold red button"},
+            {"label": "Blue", "description": "A calm blue button"},
+        ],
+        "multiSelect": False,
+    }
+    steps: dict[str, tuple[tuple[ToolCall, ...], ...]] = {
+        "bash": ((bash(f"touch {MARKER}", f"Create the marker file {MARKER}"),),),
+        # Edit refuses a file that was not Read first in the session.
+        "edit": (
+            (ToolCall("Read", {"file_path": path}),),
+            (ToolCall("Edit", {"file_path": path, "old_string": "print('hello')",
+                               "new_string": "print('hello, world')", "replace_all": False}),),
+        ),
+        "write": ((ToolCall("Write", {"file_path": _target(Control("write", 0, control.file or "new_file.txt"),
+                                                            cwd),
+                                      "content": "created by the panewatch mock\n"}),),),
+        # ExitPlanMode is deferred: it has to be loaded through ToolSearch before it can be called.
+        "plan": (
+            (ToolCall("ToolSearch", {"query": "select:ExitPlanMode", "max_results": 5}),),
+            (ToolCall("ExitPlanMode", {}),),
+        ),
+        "ask": ((ToolCall("AskUserQuestion", {"questions": [question]}),),),
+        "multi": ((bash(f"touch {MARKER}_a", "Create the first marker file"),
+                   bash(f"touch {MARKER}_b", "Create the second marker file")),),
+    }
+    return Script(steps[scn], _done(scn)) if scn in steps else None
+
+
+def _openai(scn: str, control: Control, cwd: str | None) -> Script | None:
+    path = _target(control, cwd)
+
+    def shell(cmd: str, why: str) -> ToolCall:
+        # require_escalated asks to leave the read-only sandbox, which on-request turns into a prompt.
+        return ToolCall("exec_command", {"cmd": cmd, "sandbox_permissions": "require_escalated",
+                                         "justification": why})
+
+    steps: dict[str, tuple[tuple[ToolCall, ...], ...]] = {
+        "bash": ((shell(f"touch {MARKER}", f"Create the marker file {MARKER}"),),),
+        "edit": ((shell(f"sed -i \"s/print('hello')/print('hello, world')/\" {path}",
+                        f"Edit {os.path.basename(path)}"),),),
+        "multi": ((shell(f"touch {MARKER}_a", "Create the first marker file"),
+                   shell(f"touch {MARKER}_b", "Create the second marker file")),),
+    }
+    return Script(steps[scn], _done(scn)) if scn in steps else None
+
+
+def _gemini(scn: str, control: Control, cwd: str | None) -> Script | None:
+    path = _target(control, cwd)
+
+    def shell(cmd: str, why: str) -> ToolCall:
+        return ToolCall("run_shell_command", {"command": cmd, "description": why})
+
+    steps: dict[str, tuple[tuple[ToolCall, ...], ...]] = {
+        "bash": ((shell(f"touch {MARKER}", f"Create the marker file {MARKER}"),),),
+        "edit": ((ToolCall("replace", {"file_path": path, "old_string": "print('hello')",
+                                       "new_string": "print('hello, world')",
+                                       "instruction": "Greet the world instead."}),),),
+        "write": ((ToolCall("write_file", {"file_path": _target(Control("write", 0, control.file
+                                                                        or "new_file.txt"), cwd),
+                                           "content": "created by the panewatch mock\n"}),),),
+        "multi": ((shell(f"touch {MARKER}_a", "Create the first marker file"),
+                   shell(f"touch {MARKER}_b", "Create the second marker file")),),
+    }
+    return Script(steps[scn], _done(scn)) if scn in steps else None
+
+
+_BUILDERS: dict[Kind, Callable[[str, Control, str | None], Script | None]] = {
+    "anthropic": _anthropic,
+    "openai": _openai,
+    "gemini": _gemini,
+}
+
+COMMON_SCENARIOS = ("bash", "edit", "slow", "multi", "trap", "text")
+SCENARIOS: dict[Kind, tuple[str, ...]] = {
+    "anthropic": (*COMMON_SCENARIOS, "write", "plan", "ask"),
+    "openai": COMMON_SCENARIOS,
+    "gemini": (*COMMON_SCENARIOS, "write"),
+}
+
+
+def script_for(kind: Kind, control: Control, cwd: str | None = None) -> Script:
+    """The scripted turn; an unknown scenario name answers with plain text saying so."""
+    scn = control.scenario
+    if scn == "slow":
+        return Script((), _SLOW_TEXT + _done(scn), stream_seconds=6.0)
+    if scn == "trap":
+        return Script((), _TRAPS[kind])
+    if scn == "text":
+        return Script((), _done(scn))
+    script = _BUILDERS[kind](scn, control, cwd)
+    if script is None:
+        return Script((), f"Unknown scenario {scn!r} for {kind}; known: {', '.join(SCENARIOS[kind])}.")
+    return script
+
+
+def next_reply(kind: Kind, control: Control, tool_results: int, cwd: str | None = None) -> Reply:
+    """The reply for a conversation that already holds `tool_results` results since the prompt."""
+    script = script_for(kind, control, cwd)
+    done = 0
+    for step, calls in enumerate(script.steps):
+        if tool_results < done + len(calls):
+            return Reply(tools=calls, delay=control.delay, step=step, scenario=control.scenario)
+        done += len(calls)
+    return Reply(text=script.final, delay=control.delay, stream_seconds=script.stream_seconds,
+                 step=len(script.steps), scenario=control.scenario)
+
+
+def pieces(text: str, stream_seconds: float) -> list[str]:
+    """Split text into stream deltas: word-sized when streaming slowly, else a few large chunks."""
+    if not text:
+        return [""]
+    size = 12 if stream_seconds > 0 else 64
+    return [text[i:i + size] for i in range(0, len(text), size)]
