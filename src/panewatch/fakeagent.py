@@ -269,7 +269,8 @@ class FakeAgentScript:
         gen = plan_tasks(self.seed)
         return [next(gen) for _ in range(n)]
 
-    def _truth(self, state: State) -> Truth:
+    def truth(self, state: State) -> Truth:
+        """The true state now, with the prompt and task counters."""
         return Truth(state, self._prompts, self._task)
 
     def _spin(self, verb: str, seconds: float, started: float) -> Generator[Step, str | None, float]:
@@ -288,7 +289,7 @@ class FakeAgentScript:
     def steps(self) -> Steps:
         scr = self.layout
         yield Write(ENTER_BYTES + title(TITLE_IDLE) + scr.banner() + scr.draw_transcript()
-                           + scr.chrome(working=False), self._truth("idle"))
+                           + scr.chrome(working=False), self.truth("idle"))
         while True:
             line = yield ReadLine("task")
             if line is None:
@@ -300,14 +301,14 @@ class FakeAgentScript:
             answered = yield from self._turn(plan, line.strip())
             if not answered:
                 break
-        yield Write(EXIT_BYTES, self._truth("exited"))
+        yield Write(EXIT_BYTES, self.truth("exited"))
 
     def _turn(self, plan: TaskPlan, task_text: str) -> Generator[Step, str | None, bool]:
         """One task from Enter to the idle screen; False if stdin closed at a prompt."""
         scr = self.layout
         scr.add_user(task_text or f"Task {plan.index}")
         yield Write(title(TITLE_WORKING[0]) + scr.draw_transcript() + scr.chrome(working=True) + scr.park()
-                    + spinner_frame(self._frame, plan.verb, 0.0), self._truth("working"))
+                    + spinner_frame(self._frame, plan.verb, 0.0), self.truth("working"))
         elapsed = 0.0
         for tool in plan.tools:
             elapsed = yield from self._spin(plan.verb, tool.think, elapsed)
@@ -318,13 +319,13 @@ class FakeAgentScript:
             if tool.prompt:
                 self._prompts += 1
                 yield Write(title(TITLE_IDLE) + scr.prompt(tool.command, tool.description),
-                            self._truth("blocked"))
+                            self.truth("blocked"))
                 answer = yield ReadLine("answer")
                 if answer is None:
                     return False
                 yield Write(scr.erase_prompt() + title(TITLE_WORKING[1]) + scr.draw_transcript()
                             + scr.chrome(working=True) + scr.park()
-                            + spinner_frame(self._frame, plan.verb, elapsed), self._truth("working"))
+                            + spinner_frame(self._frame, plan.verb, elapsed), self.truth("working"))
             yield Sleep(tool.stall)  # the tool runs: not a byte
             elapsed += tool.stall
             scr.add_result(tool.result)
@@ -336,7 +337,7 @@ class FakeAgentScript:
             scr.add_prose(QUESTION, bullet=False)  # its own row, so the row ends with "?"
         scr.add_status(f"Worked for {int(elapsed)}s")
         yield Write(title(TITLE_IDLE) + scr.draw_transcript() + scr.chrome(working=False),
-                    self._truth("idle"))
+                    self.truth("idle"))
         return True
 
 
@@ -469,6 +470,9 @@ def main(argv: list[str] | None = None) -> int:
         code = 130 if isinstance(exc, KeyboardInterrupt) else int(exc.code or 0)
         with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
             _write_all(1, EXIT_BYTES)
+        record(script.truth("exited"))
+    except OSError:  # the terminal went away under a write (EIO, EPIPE): nobody to restore for
+        code = 1
     finally:
         if saved is not None:
             with contextlib.suppress(termios.error, OSError):
