@@ -227,3 +227,26 @@ def test_run_session_drives_a_whole_session() -> None:
     assert result.truth == truth and truth[0].state == "idle" and truth[-1].state == "exited"
     assert result.answers_typed == sum(t.state == "blocked" for t in truth)
     assert result.output_bytes > 5000 and not screen.snapshot().alt_screen
+
+
+@pytest.mark.timeout(30)
+def test_sigterm_at_a_prompt_restores_the_screen(tmp_path: Path) -> None:
+    screen, seen = Screen(120, 32), bytearray()
+    reader = TruthReader(tmp_path / "truth.jsonl")
+    truth: list[TruthLine] = []
+
+    def seen_state(state: str) -> Callable[[], bool]:
+        def check() -> bool:
+            truth.extend(reader.read_new())
+            return any(t.state == state for t in truth)
+        return check
+
+    with FakeAgentProcess(seed=7, time_scale=0.05, truth_path=tmp_path / "truth.jsonl") as agent:
+        assert _pump_until(agent, screen, seen, seen_state("idle"))
+        agent.write(b"Task 1: go\r")  # seed 7 prompts in its first task
+        assert _pump_until(agent, screen, seen, seen_state("blocked"))
+        agent.proc.terminate()
+        assert agent.wait(timeout=5) == 143
+        _pump_until(agent, screen, seen, lambda: agent.closed, timeout=1.0)
+    assert not screen.snapshot().alt_screen
+    assert [*truth, *reader.read_new()][-1].state == "exited"
