@@ -1,0 +1,64 @@
+"""Process identity: names and command lines → agent manifests; the foreground group of a real pty."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from panewatch.manifest import load_all
+from panewatch.procinfo import ForegroundTracker, candidate_names, foreground, match_agent
+from panewatch.pty_session import PtySession
+
+MANIFESTS = load_all(None).list()
+
+
+def test_match_by_name_and_script() -> None:
+    assert match_agent("claude", ["claude", "--settings", "{}"], MANIFESTS) == "claude"
+    assert match_agent("node", ["node", "/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js"],
+                       MANIFESTS) == "claude"
+    assert match_agent("node", ["node", "/home/u/.npm/bin/gemini", "-y"], MANIFESTS) == "gemini"
+    assert match_agent("node", ["node", "--max-old-space-size=8192", "/x/@google/gemini-cli/dist/index.js"],
+                       MANIFESTS) == "gemini"
+    assert match_agent("codex", ["/x/codex-x86_64-unknown-linux-musl"], MANIFESTS) == "codex"
+    assert match_agent("python3", ["python3", "-m", "aider"], MANIFESTS) == "aider"
+    assert match_agent("python3", ["/usr/bin/python3", "/tmp/bin/claude"], MANIFESTS) == "claude"
+
+
+def test_no_false_matches() -> None:
+    assert match_agent("bash", ["-bash"], MANIFESTS) is None
+    assert match_agent("vim", ["vim", "claude.md"], MANIFESTS) is None  # an argument of a non-interpreter
+    assert match_agent("python3", ["python3", "-c", "import claude"], MANIFESTS) is None
+    assert match_agent("node", ["node", "/srv/app/dist/index.js"], MANIFESTS) is None
+    assert candidate_names("-zsh", ["-zsh"]) == ["zsh"]
+
+
+def test_foreground_of_a_real_pty() -> None:
+    async def main() -> None:
+        out = bytearray()
+        session = PtySession(["bash", "--norc", "--noprofile", "-i"], on_output=out.extend,
+                             env={**os.environ, "PS1": "$ ", "TERM": "xterm"})
+        session.start_reading()
+        fd = session.master_fd
+        assert fd is not None
+        tracker = ForegroundTracker()
+        loop = asyncio.get_running_loop()
+
+        async def until_fg(pred: object) -> None:
+            deadline = loop.time() + 10
+            while True:
+                tracker.poll(loop.time(), session.foreground_pgid(), session.pid, MANIFESTS)
+                if callable(pred) and pred(tracker.current):
+                    return
+                assert loop.time() < deadline, tracker.current
+                await asyncio.sleep(0.02)
+
+        await until_fg(lambda fg: fg is not None and fg.is_shell)
+        first = foreground(fd, session.pid, MANIFESTS)
+        assert first is not None and first.pgid == session.pid and first.agent_id is None
+        session.write(b"exec -a claude sleep 30 | cat\r")  # argv[0] 'claude', a pipeline job
+        await until_fg(lambda fg: fg is not None and fg.agent_id == "claude")
+        assert tracker.current is not None and not tracker.current.is_shell
+        assert tracker.current.pgid != session.pid
+        await session.aclose()
+
+    asyncio.run(asyncio.wait_for(main(), 60))
