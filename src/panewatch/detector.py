@@ -92,8 +92,8 @@ class PaneDetector:
         """Run a scheduled check. Returns the new verdict if the *state* changed, else None."""
         before = self.verdict
         self.stats.checks += 1
-        self.schedule.on_classified(now)
         after = self.classify_now()
+        self.schedule.on_classified(now, changed=after != before)
         if after.state != before.state:
             return after
         return None

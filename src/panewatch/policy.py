@@ -16,7 +16,7 @@ from typing import Protocol
 class Schedule(Protocol):
     def on_output(self, now: float) -> None: ...
     def next_due(self) -> float: ...
-    def on_classified(self, now: float) -> None: ...
+    def on_classified(self, now: float, changed: bool = False) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +24,12 @@ class PolicyConfig:
     settle: float = 0.03  # output quiet this long = a frame is complete
     max_delay: float = 0.15  # bound on latency under continuous output
     min_interval: float = 0.10  # at most 10 classifications per second per pane
+    # A spinner redraws at 10 Hz for minutes while the verdict stays "working": after
+    # `steady_after` checks with the same verdict, check at most every `steady_interval`
+    # (still within the 0.3 s latency target); a changed verdict or a pause in output resets.
+    steady_after: int = 3
+    steady_interval: float = 0.25
+    burst_gap: float = 0.5  # output after this much silence starts a new burst
     sweep: float = 1.0  # safety net when nothing seems to change
 
 
@@ -35,8 +41,11 @@ class ChangeDrivenSchedule:
         self._dirty_since: float | None = start  # a new pane has an unclassified screen
         self._last_output = start
         self._last_classified = start - self.config.min_interval
+        self._steady = 0  # consecutive checks that did not change the verdict
 
     def on_output(self, now: float) -> None:
+        if now - self._last_output >= self.config.burst_gap:
+            self._steady = 0
         if self._dirty_since is None:
             self._dirty_since = now
         self._last_output = now
@@ -45,10 +54,12 @@ class ChangeDrivenSchedule:
         c = self.config
         if self._dirty_since is None:
             return self._last_classified + c.sweep
+        interval = c.steady_interval if self._steady >= c.steady_after else c.min_interval
         due = min(self._last_output + c.settle, self._dirty_since + c.max_delay)
-        return max(due, self._last_classified + c.min_interval)
+        return max(due, self._last_classified + interval)
 
-    def on_classified(self, now: float) -> None:
+    def on_classified(self, now: float, changed: bool = False) -> None:
+        self._steady = 0 if changed else self._steady + 1
         self._last_classified = now
         self._dirty_since = None
 
@@ -66,6 +77,6 @@ class FixedSweepSchedule:
     def next_due(self) -> float:
         return self._next
 
-    def on_classified(self, now: float) -> None:
+    def on_classified(self, now: float, changed: bool = False) -> None:
         while self._next <= now:
             self._next += self.period
