@@ -169,10 +169,12 @@ class ForegroundTracker:
     """Re-describes the foreground only when its group changed, and for a short while after (a forked
     child shows the shell's name until it calls exec)."""
 
-    def __init__(self, settle: float = 2.0) -> None:
+    def __init__(self, settle: float = 2.0, min_interval: float = 0.1) -> None:
         self.settle = settle
+        self.min_interval = min_interval  # output can trigger hundreds of polls a second
         self.current: Foreground | None = None
         self._changed_at = float("-inf")
+        self._described_at = float("-inf")
         self.describes = 0
 
     def poll(self, now: float, pgid: int | None, session_pid: int, manifests: Iterable[Manifest]) -> bool:
@@ -183,8 +185,9 @@ class ForegroundTracker:
             return changed
         if self.current is None or pgid != self.current.pgid:
             self._changed_at = now
-        elif now - self._changed_at > self.settle:
+        elif now - self._changed_at > self.settle or now - self._described_at < self.min_interval:
             return False
+        self._described_at = now
         self.describes += 1
         new = describe_group(pgid, session_pid, manifests)
         changed = new != self.current

@@ -1,0 +1,274 @@
+"""LivePane on real PTYs: a scripted fake agent that draws like Claude Code, bash, hot manifest reloads."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import itertools
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from panewatch.cast import parse_cast
+from panewatch.combine import Report
+from panewatch.live import LivePane, ManifestWatcher, StateChange
+
+TIMEOUT = 15.0
+
+# Draws Claude-Code-like screens on the alternate screen (or inline with --inline), one phase per key.
+FAKE = r'''
+import os, sys, termios, tty
+inline = "--inline" in sys.argv
+tty.setcbreak(0)
+w = sys.stdout.write
+RULE = "─" * 70
+
+def box(footer):
+    w("\x1b[24;1H\x1b[J" + RULE + "\x1b[25;1H> \x1b[26;1H" + RULE + "\x1b[27;1H  " + footer)
+
+def key():
+    sys.stdout.flush()
+    return os.read(0, 1)
+
+if not inline:
+    w("\x1b[?1049h")
+w("\x1b[2J\x1b[H Claude Code v2.1.332\r\n\r\n> fix the tests")
+w("\x1b]0;◐ Claude Code\x07")
+box("esc to interrupt")
+key()
+w("\x1b]0;✳ Claude Code\x07")
+w("\x1b[24;1H\x1b[J" + RULE + "\x1b[25;1H Bash command\x1b[26;1H   rm -rf build/")
+w("\x1b[28;1H Do you want to proceed?\x1b[29;1H ❯ 1. Yes\x1b[30;1H   2. No")
+w("\x1b[31;1H Esc to cancel · Tab to amend")
+if key() == b"q":
+    sys.exit(3)  # leave the dialog on screen, as a crashed agent would
+box("? for shortcuts")
+key()
+if not inline:
+    w("\x1b[?1049l")
+sys.stdout.flush()
+'''
+
+ASK = r'''
+import os, sys, tty
+tty.setraw(0)
+sys.stdout.write("\x1b[6n\x1b[c"); sys.stdout.flush()
+got = b""
+while got.count(b"\x1b") < 2 or not got.endswith(b"c"):
+    got += os.read(0, 64)
+sys.stdout.write("\r\nreply:" + got.decode().replace("\x1b", "ESC") + "\r\n"); sys.stdout.flush()
+os.read(0, 1)
+'''
+
+
+def run(coro: Callable[[], Awaitable[None]]) -> None:
+    asyncio.run(asyncio.wait_for(coro(), 90))
+
+
+async def until(pred: Callable[[], bool], what: str = "condition", timeout: float = TIMEOUT) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not pred():
+        if loop.time() > deadline:
+            raise AssertionError(f"{what} not reached in time")
+        await asyncio.sleep(0.01)
+
+
+class Watch:
+    """Collects a pane's state changes."""
+
+    def __init__(self, pane: LivePane) -> None:
+        self.pane = pane
+        self.changes: list[StateChange] = []
+        pane.subscribe(self.changes.append)
+
+    def states(self) -> list[str]:
+        return [c.new.state for c in self.changes]
+
+    async def reach(self, state: str) -> StateChange:
+        await until(lambda: self.pane.state.state == state,
+                    f"state {state} (now {self.pane.state}, seen {self.states()})")
+        return self.changes[-1]
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> Path:
+    script = tmp_path / "fake_claude.py"
+    script.write_text(FAKE, encoding="utf-8")
+    return script
+
+
+def env(**extra: str) -> dict[str, str]:
+    return {**os.environ, "TERM": "xterm-256color", "PS1": "$ ", **extra}
+
+
+def test_working_blocked_idle_from_the_screen(fake: Path) -> None:
+    events, record = io.StringIO(), io.StringIO()
+
+    async def main() -> None:
+        pane = LivePane([sys.executable, str(fake)], pane_id="p1", cols=80, rows=32, env=env(),
+                        events=events, record=record)
+        watch = Watch(pane)
+        pane.start()
+        working = await watch.reach("working")
+        assert working.new.source == "screen" and working.agent == "claude"
+        pane.write(b"x")
+        blocked = await watch.reach("blocked")
+        assert blocked.new.source == "screen"
+        assert blocked.new.rule in ("permission-question", "cancel-amend-footer")
+        assert pane.classify_now().state == "blocked"
+        assert "Do you want to proceed?" in pane.snapshot().text()
+        pane.write(b"1")
+        idle = await watch.reach("idle")
+        assert idle.new.source == "screen" and idle.new.rule == "shortcuts-footer"
+        pane.resize(90, 30)
+        pane.write(b"x")
+        assert await pane.wait() == 0
+        assert pane.state.state == "exited" and pane.state.detail == "exit code 0"
+        await pane.close()
+
+    run(main)
+    lines = [json.loads(line) for line in events.getvalue().splitlines()]
+    assert [e["state"] for e in lines] == ["idle", "working", "blocked", "idle", "exited"]
+    assert all(set(e) >= {"t", "pane", "state", "rule", "source"} and e["pane"] == "p1" for e in lines)
+    assert [e["source"] for e in lines[1:4]] == ["screen"] * 3
+    assert lines[-1]["source"] == "process"
+    assert all(a["t"] <= b["t"] for a, b in itertools.pairwise(lines))
+    cast = parse_cast(record.getvalue().splitlines())
+    kinds = {e.kind for e in cast.events}
+    assert kinds == {"o", "i", "r"}
+    assert "Do you want to proceed?" in cast.output_bytes().decode()
+    assert [e.data for e in cast.events if e.kind == "i"] == ["x", "1", "x"]
+    assert [e.data for e in cast.events if e.kind == "r"] == ["90x30"]
+
+
+def test_headless_pane_answers_terminal_queries(tmp_path: Path) -> None:
+    script = tmp_path / "ask.py"
+    script.write_text(ASK, encoding="utf-8")
+
+    async def main() -> None:
+        pane = LivePane([sys.executable, str(script)], cols=80, rows=24, env=env())
+        pane.start()
+        await until(lambda: "reply:" in pane.snapshot().text(), "DSR/DA1 replies")
+        text = pane.snapshot().text()
+        assert "ESC[1;1R" in text  # the cursor position report
+        assert "ESC[?" in text  # the primary device attributes
+        pane.write(b"x")
+        assert await pane.wait() == 0
+        await pane.close()
+
+    run(main)
+
+
+def test_report_speaks_until_the_screen_changes(fake: Path) -> None:
+    async def main() -> None:
+        pane = LivePane([sys.executable, str(fake)], cols=80, rows=32, env=env())
+        watch = Watch(pane)
+        pane.start()
+        await watch.reach("working")
+        now = asyncio.get_running_loop().time
+        pane.report(Report("blocked", now(), "hook", "permission_prompt"))  # a dialog the rules do not know
+        assert (pane.state.state, pane.state.source) == ("blocked", "hook")
+        pane.write(b"x")  # the screen moves and shows a dialog it knows: the screen speaks
+        await until(lambda: pane.state.source == "screen", "screen takes over")
+        assert pane.state.state == "blocked"
+        pane.report(Report("working", now(), "hook", "PostToolUse"))
+        assert (pane.state.state, pane.state.source) == ("blocked", "screen")  # never overridden
+        pane.write(b"1")  # answered: no hook fires, the stale report must not hold the pane
+        change = await watch.reach("idle")
+        assert change.new.source == "screen"
+        assert [c.new.state for c in watch.changes] == ["idle", "working", "blocked", "idle"]
+        await pane.close()
+
+    run(main)
+
+
+def test_agent_started_from_a_shell_and_its_exit(fake: Path, tmp_path: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    claude = bindir / "claude"
+    claude.write_text(f"#!{sys.executable}\n" + FAKE, encoding="utf-8")
+    claude.chmod(0o755)
+
+    async def main() -> None:
+        pane = LivePane(["bash", "--norc", "--noprofile", "-i"], cols=80, rows=32,
+                        env=env(PATH=f"{bindir}:{os.environ['PATH']}"))
+        watch = Watch(pane)
+        pane.start()
+        await until(lambda: pane.foreground is not None and pane.foreground.is_shell, "bash in front")
+        assert pane.state.state == "idle"
+        pane.write(b"claude --inline\r")
+        await until(lambda: pane.foreground is not None and pane.foreground.agent_id == "claude", "claude in front")
+        assert pane.agent == "claude"
+        await watch.reach("working")
+        pane.write(b"x")
+        await watch.reach("blocked")
+        pane.write(b"q")  # the agent dies with its dialog still drawn
+        change = await watch.reach("exited")
+        assert change.new.source == "process"
+        assert pane.foreground is not None and pane.foreground.is_shell
+        assert "Do you want to proceed?" in pane.snapshot().text()  # stale text is still there...
+        assert pane.classify_now().state == "blocked"  # ...and the screen alone would still say blocked
+        assert pane.state.state == "exited" and not pane.exited  # but the pane does not: bash runs on
+        pane.write(b"exit 5\r")
+        assert await pane.wait() == 5
+        await pane.close()
+
+    run(main)
+
+
+MANIFEST = '''
+[agent]
+id = "toy"
+name = "Toy agent"
+processes = ["toy-agent"]
+
+[[rules]]
+id = "{rule}"
+state = "blocked"
+region = "screen"
+any = ['{pattern}']
+note = "test rule"
+'''
+
+
+def test_manifest_edits_apply_to_running_panes(tmp_path: Path) -> None:
+    agents = tmp_path / "config" / "agents"
+    agents.mkdir(parents=True)
+    path = agents / "toy.toml"
+    stamp = [1_000_000_000_000_000_000]
+
+    def write(text: str) -> None:
+        path.write_text(text, encoding="utf-8")
+        stamp[0] += 1_000_000_000  # a distinct mtime even on coarse filesystems
+        os.utime(path, ns=(stamp[0], stamp[0]))
+
+    write(MANIFEST.format(rule="waiting", pattern="WAITING"))
+    errors: list[str] = []
+    watcher = ManifestWatcher(agents, interval=0.02, on_error=errors.append)
+
+    async def main() -> None:
+        pane = LivePane(["bash", "-c", "printf 'hello WAITING\\n'; read -r x"], agent="toy", cols=80, rows=24,
+                        env=env(), manifests=watcher)
+        watch = Watch(pane)
+        pane.start()
+        change = await watch.reach("blocked")
+        assert change.new.rule == "waiting"
+        write(MANIFEST.format(rule="never", pattern="NOT ON SCREEN"))
+        await watch.reach("idle")
+        write("[agent]\nid = 'toy'\n[[rules]\n")  # broken TOML
+        await until(lambda: len(errors) == 1, "error reported")
+        assert "toy.toml" in errors[0] and "keeping the last good 'toy'" in errors[0]
+        assert watcher.get("toy") is not None and watcher.get("toy").rules[0].id == "never"  # type: ignore[union-attr]
+        assert pane.classify_now().state == "idle"
+        write(MANIFEST.format(rule="hello", pattern="^hello"))
+        change = await watch.reach("blocked")
+        assert change.new.rule == "hello"
+        assert len(errors) == 1
+        await pane.close()
+
+    run(main)
