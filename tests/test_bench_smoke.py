@@ -21,3 +21,20 @@ def test_core_bench_pieces_run_on_small_inputs() -> None:
     assert set(rates) == {"raw", "screen", "detector"} and all(v > 0 for v in rates.values())
     cost = bench_core.classification_cost(120, 32, n=20)
     assert cost["state"] == 1.0 and cost["snapshot_and_rules_us"] >= cost["rules_us"] > 0
+
+
+def test_live_experiment_short_run_produces_the_table() -> None:
+    """A short, accelerated run of the published experiment in a real PTY (no timing asserted)."""
+    from panewatch import bench_live
+
+    run = bench_live.run_live(seed=7, tasks=2, time_scale=0.15)
+    states = [line.state for line in run.truth]
+    assert states[0] == "idle" and "blocked" in states and states[-1] == "exited"
+    names = [t.name for t in run.tracks]
+    assert names[:2] == ["screen rules, 700 ms sweep", "screen rules, our policy"]
+    assert any(p.status for p in run.process)
+    table = bench_live.report(run)
+    for name in names:
+        assert f"| {name} |" in table
+    prompts = states.count("blocked")
+    assert f"{prompts} prompts" in table

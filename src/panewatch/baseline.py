@@ -22,7 +22,10 @@ def strip_escapes(text: str) -> str:
     return _ESCAPES.sub("", text)
 
 
-def tail_snapshot(output: bytes, width: int = 120) -> Snapshot:
+def tail_snapshot(output: bytes, width: int = 120, *, after_last_cr: bool = True) -> Snapshot:
+    """The tail as rows split on newlines; with `after_last_cr`, each row keeps only what follows its
+    last carriage return (what a naive reader believes is on that line)."""
     text = strip_escapes(output[-TAIL_BYTES:].decode("utf-8", "replace"))
-    rows = tuple(line.rsplit("\r", 1)[-1].rstrip() for line in text.split("\n"))
+    lines = text.split("\n")
+    rows = tuple((line.rsplit("\r", 1)[-1] if after_last_cr else line).rstrip() for line in lines)
     return Snapshot(rows=rows, width=width)

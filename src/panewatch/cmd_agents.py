@@ -83,7 +83,7 @@ def register(sub: Any) -> None:
     q = agents.add_parser("check", help="validate a manifest (every problem) and run it over the corpus")
     q.add_argument("file", metavar="FILE.toml")
     q.set_defaults(func=cmd_check)
-    q = agents.add_parser("explain", help="for each verdict of a replay: the deciding rule and row, and why not the earlier ones")
+    q = agents.add_parser("explain", help="per verdict of a replay: the deciding rule and row, why not the earlier")
     q.add_argument("--agent")
     q.add_argument("file", metavar="FILE.cast")
     q.set_defaults(func=cmd_explain)
