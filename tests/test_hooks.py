@@ -1,0 +1,299 @@
+"""The hook path end to end: real ReportServer on a real unix socket, `panewatch pane …` as real
+subprocesses, the real hook payloads recorded from Claude Code 2.1.332."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import stat
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from panewatch import paths
+from panewatch.combine import Report
+from panewatch.hooks import (
+    CLAUDE_HOOKS,
+    ENV_PANE_ID,
+    ENV_SOCKET,
+    ENV_TOKEN,
+    ReportServer,
+    claude_hook_settings,
+    hook_launcher,
+    inject_claude_hooks,
+)
+from panewatch.paneclient import MAX_MESSAGE
+
+FIXTURES = Path("/work/shared/fixtures/claude-code/2.1.332")
+PANEWATCH = [sys.executable, "-m", "panewatch"]
+
+Received = list[tuple[str, Report]]
+
+
+async def until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not cond():
+        if loop.time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.005)
+
+
+def serve(body: Callable[[ReportServer, Received], Awaitable[None]]) -> None:
+    async def main() -> None:
+        received: Received = []
+        server = ReportServer(lambda pane, report: received.append((pane, report)))
+        await server.start()
+        try:
+            await body(server, received)
+        finally:
+            await server.close()
+        assert not server.path.exists()
+
+    asyncio.run(main())
+
+
+async def send_raw(server: ReportServer, data: bytes) -> None:
+    _, writer = await asyncio.open_unix_connection(str(server.path))
+    writer.write(data)
+    await writer.drain()
+    writer.close()
+    await writer.wait_closed()
+
+
+def line(**fields: object) -> bytes:
+    return json.dumps(fields).encode() + b"\n"
+
+
+async def pane(argv: list[str], env: dict[str, str] | None, stdin: bytes = b"") -> tuple[int, bytes]:
+    """Run `panewatch pane ARGV` as a real subprocess; (exit code, stdout)."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("PANEWATCH_")} | (env or {})
+    proc = await asyncio.create_subprocess_exec(*PANEWATCH, "pane", *argv, env=full_env,
+                                                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.DEVNULL)
+    out, _ = await asyncio.wait_for(proc.communicate(stdin), 30)
+    assert proc.returncode is not None
+    return proc.returncode, out
+
+
+def test_socket_is_private() -> None:
+    async def body(server: ReportServer, received: Received) -> None:
+        assert server.path.parent == paths.runtime_dir()
+        assert stat.S_IMODE(server.path.stat().st_mode) == 0o600
+        assert stat.S_IMODE(server.path.parent.stat().st_mode) == 0o700
+        assert stat.S_ISSOCK(server.path.stat().st_mode)
+
+    serve(body)
+
+
+def test_good_report_reaches_the_callback() -> None:
+    async def body(server: ReportServer, received: Received) -> None:
+        token = server.register("p1")
+        await send_raw(server, line(pane="p1", token=token, event="PermissionRequest", state="blocked",
+                                    payload={"tool_name": "Bash"}))
+        await until(lambda: len(received) == 1)
+        pane_id, report = received[0]
+        assert pane_id == "p1"
+        assert (report.state, report.source, report.detail) == ("blocked", "hook", "PermissionRequest Bash")
+        assert server.accepted == 1 and not server.rejected
+
+    serve(body)
+
+
+def test_bad_messages_are_rejected_counted_and_harmless() -> None:
+    async def body(server: ReportServer, received: Received) -> None:
+        token = server.register("p1")
+        other = server.register("p2")
+        await send_raw(server, line(pane="p1", token=other, state="working"))
+        await send_raw(server, line(pane="p1", token="", state="working"))
+        await send_raw(server, line(pane="nope", token=token, state="working"))
+        await send_raw(server, b"{not json\n")
+        await send_raw(server, b"[1, 2]\n")
+        await send_raw(server, line(pane=1, token=token, state="working"))
+        await send_raw(server, line(pane="p1", token=token, state="working", payload={"x": "a" * MAX_MESSAGE}))
+        await send_raw(server, line(pane="p1", token=token, state="exploded"))
+        await send_raw(server, b"\xff\xfe garbage \x00\n")
+        await until(lambda: sum(server.rejected.values()) == 9)
+        assert dict(server.rejected) == {"bad_token": 2, "unknown_pane": 1, "bad_json": 4, "too_large": 1,
+                                         "bad_state": 1}
+        # Still serving.
+        await send_raw(server, line(pane="p1", token=token, state="done", event="Stop"))
+        await until(lambda: len(received) == 1)
+        assert received[0][1].state == "done"
+
+    serve(body)
+
+
+def test_unregistered_pane_and_replaced_token_are_refused() -> None:
+    async def body(server: ReportServer, received: Received) -> None:
+        old = server.register("p1")
+        new = server.register("p1")
+        await send_raw(server, line(pane="p1", token=old, state="working"))
+        await until(lambda: server.rejected["bad_token"] == 1)
+        server.unregister("p1")
+        await send_raw(server, line(pane="p1", token=new, state="working"))
+        await until(lambda: sum(server.rejected.values()) == 2)
+        assert dict(server.rejected) == {"bad_token": 1, "unknown_pane": 1}
+        assert received == []
+
+    serve(body)
+
+
+def test_a_failing_callback_does_not_break_the_server() -> None:
+    async def main() -> None:
+        calls: list[str] = []
+
+        def explode(pane_id: str, report: Report) -> None:
+            calls.append(report.state)
+            raise RuntimeError("runtime bug")
+
+        server = ReportServer(explode)
+        await server.start()
+        try:
+            token = server.register("p")
+            await send_raw(server, line(pane="p", token=token, state="working"))
+            await send_raw(server, line(pane="p", token=token, state="idle"))
+            await until(lambda: len(calls) == 2)
+            assert server.callback_errors == 2
+        finally:
+            await server.close()
+
+    asyncio.run(main())
+
+
+def test_pane_report_subprocess_reaches_the_server() -> None:
+    async def body(server: ReportServer, received: Received) -> None:
+        env = server.pane_env("pane-7")
+        code, out = await pane(["report", "working", "--event", "PreToolUse"], env)
+        assert (code, out) == (0, b"")
+        await until(lambda: len(received) == 1)
+        assert received[0][0] == "pane-7"
+        assert (received[0][1].state, received[0][1].detail) == ("working", "PreToolUse")
+
+    serve(body)
+
+
+def _payloads(case: str) -> list[dict[str, object]]:
+    return [json.loads(row) for row in (FIXTURES / case / "hooks.jsonl").read_text().splitlines() if row.strip()]
+
+
+@pytest.mark.parametrize("case", ["full_bash", "edit", "plan", "ask"])
+def test_real_hook_payloads_through_the_real_hook_commands(case: str) -> None:
+    """Each recorded hook's stdin, fed to the exact command our --settings installs for it, run by a
+    shell as Claude Code runs hook commands."""
+    settings = claude_hook_settings(hook_launcher())["hooks"]  # the launcher `panewatch run` uses
+    expected = {"UserPromptSubmit": "working", "PreToolUse": "working", "PostToolUse": "working", "Stop": "done"}
+
+    async def body(server: ReportServer, received: Received) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PANEWATCH_")} | server.pane_env("c")
+        wanted: list[str] = []
+        messages: list[str] = []
+        for record in _payloads(case):
+            event = str(record["hook"])
+            stdin = record["stdin"]
+            assert isinstance(stdin, dict)
+            command = settings[event][0]["hooks"][0]["command"]
+            proc = await asyncio.create_subprocess_shell(command, env=env, stdin=asyncio.subprocess.PIPE,
+                                                         stdout=asyncio.subprocess.PIPE)
+            out, _ = await asyncio.wait_for(proc.communicate(json.dumps(stdin).encode()), 30)
+            assert (proc.returncode, out) == (0, b"")
+            if event == "Notification":
+                messages.append(f"Notification ({stdin['message']})")
+                wanted.append("blocked" if stdin.get("notification_type") == "permission_prompt" else "idle")
+            else:
+                wanted.append(expected[event])
+            await until(lambda: len(received) == len(wanted))
+        assert [r.state for _, r in received] == wanted
+        assert [r.detail for _, r in received if r.detail.startswith("Notification")] == messages
+        assert any(r.detail.startswith("PreToolUse ") for _, r in received)  # tool name from stdin
+
+    serve(body)
+
+
+def test_notify_maps_notification_types() -> None:
+    async def body(server: ReportServer, received: Received) -> None:
+        env = server.pane_env("n")
+        for kind in ("auth_success", "idle_prompt", "permission_prompt", "elicitation_dialog"):
+            payload = json.dumps({"hook_event_name": "Notification", "notification_type": kind, "message": kind})
+            assert await pane(["notify"], env, payload.encode()) == (0, b"")
+        await until(lambda: len(received) == 3)
+        assert [r.state for _, r in received] == ["idle", "blocked", "blocked"]  # auth_success says nothing
+
+    serve(body)
+
+
+def test_pane_client_always_exits_0_silently(tmp_path: Path) -> None:
+    async def body(server: ReportServer, received: Received) -> None:
+        good = server.pane_env("g")
+        stale = tmp_path / "stale.sock"
+        stale.touch()
+        cases: list[tuple[list[str], dict[str, str] | None, bytes]] = [
+            (["report", "working"], None, b""),  # not in a panewatch pane
+            (["report", "working"], good | {ENV_SOCKET: str(tmp_path / "missing.sock")}, b""),  # no server
+            (["report", "working"], good | {ENV_SOCKET: str(stale)}, b""),  # a file, not a socket
+            (["report", "working"], good | {ENV_TOKEN: "forged"}, b""),
+            (["report", "working"], good | {ENV_PANE_ID: "other"}, b""),
+            (["report", "exploded"], good, b""),
+            (["report"], good, b""),
+            (["frobnicate"], good, b""),
+            ([], good, b""),
+            (["notify"], good, b"{not json"),
+            (["notify"], good, b"\xff" * 5000),
+            (["report", "working"], good, b"x" * (2 * MAX_MESSAGE)),
+        ]
+        for argv, env, stdin in cases:
+            assert await pane(argv, env, stdin) == (0, b""), argv
+        await until(lambda: sum(server.rejected.values()) == 3)
+        assert dict(server.rejected) == {"bad_token": 1, "unknown_pane": 1, "bad_state": 1}
+        assert len(received) == 1  # the one with a big non-JSON stdin is still a valid report
+        assert received[0][1].state == "working"
+
+    serve(body)
+
+
+def test_claude_hook_settings_shape() -> None:
+    settings = claude_hook_settings(["/opt/pw env/bin/panewatch"])
+    hooks = settings["hooks"]
+    assert set(hooks) == set(CLAUDE_HOOKS)
+    for name in ("UserPromptSubmit", "PreToolUse", "PostToolUse", "Notification", "Stop", "PermissionRequest"):
+        assert name in hooks
+    assert hooks["PreToolUse"][0]["matcher"] == "*"
+    assert "matcher" not in hooks["Stop"][0]
+    cmd = hooks["PermissionRequest"][0]["hooks"][0]
+    assert cmd["type"] == "command"
+    assert cmd["command"] == "'/opt/pw env/bin/panewatch' pane report blocked --event PermissionRequest"
+    assert hooks["Notification"][0]["hooks"][0]["command"] == "'/opt/pw env/bin/panewatch' pane notify"
+    json.dumps(settings)  # serialisable as the --settings value
+
+
+def test_inject_adds_settings_after_the_program() -> None:
+    argv = inject_claude_hooks(["claude", "--model", "x", "--", "--settings", "p"], ["pw"])
+    assert argv[0] == "claude" and argv[1] == "--settings"
+    assert json.loads(argv[2]) == claude_hook_settings(["pw"])
+    assert argv[3:] == ["--model", "x", "--", "--settings", "p"]
+
+
+def test_inject_merges_with_the_users_settings_json_and_file(tmp_path: Path) -> None:
+    user_hook = {"matcher": "Bash", "hooks": [{"type": "command", "command": "my-audit"}]}
+    theirs = {"model": "opus", "hooks": {"PreToolUse": [user_hook]}}
+    for argv in (["claude", "--settings", json.dumps(theirs), "hi"], ["claude", f"--settings={json.dumps(theirs)}"]):
+        out = inject_claude_hooks(argv, ["pw"])
+        assert len(out) == len(argv) and out.count("--settings") == argv.count("--settings")
+        value = out[2] if argv[1] == "--settings" else out[1].partition("=")[2]
+        merged = json.loads(value)
+        assert merged["model"] == "opus"
+        assert merged["hooks"]["PreToolUse"][0] == user_hook
+        assert len(merged["hooks"]["PreToolUse"]) == 2
+        assert "Stop" in merged["hooks"]
+
+    (tmp_path / "s.json").write_text(json.dumps(theirs))
+    out = inject_claude_hooks(["claude", "--settings", "s.json"], ["pw"], cwd=str(tmp_path))
+    assert json.loads(out[2])["hooks"]["PreToolUse"][0] == user_hook
+
+
+def test_inject_leaves_an_unreadable_settings_value_alone(tmp_path: Path) -> None:
+    for argv in (["claude", "--settings", str(tmp_path / "missing.json")], ["claude", "--settings", "{broken"]):
+        assert inject_claude_hooks(argv, ["pw"]) == argv
