@@ -58,3 +58,12 @@ def test_mutated_agent_output_never_raises(name: str, data: st.DataObject) -> No
     screen = render([bytes(original)])
     screen.resize(data.draw(st.integers(1, 250)), data.draw(st.integers(1, 80)))
     assert screen.snapshot().height >= 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(sorted(SAMPLES)), cut=st.integers(0, 12_000), cols=st.integers(2, 200),
+       rows=st.integers(2, 60))
+def test_fast_visible_text_equals_the_engine_text(name: str, cut: int, cols: int, rows: int) -> None:
+    screen = Screen(cols, rows)
+    screen.feed(SAMPLES[name][:cut])
+    assert screen._text.read(cols, rows) == screen._term.text()

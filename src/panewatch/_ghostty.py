@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pyghostty
-from pyghostty import _ffi
+from pyghostty import _ffi, core
 
 _ffi_mod: Any = _ffi
 ffi: Any = _ffi_mod.ffi
@@ -30,3 +30,47 @@ def title(term: Any) -> str:
         return ""
     raw: bytes = ffi.buffer(out.ptr, out.len)[:]
     return raw.decode("utf-8", "replace")
+
+
+class VisibleText:
+    """The visible rows as plain text, 3-4x cheaper than `Terminal.text()`: the selection, grid refs
+    and output buffer are allocated once and reused, and the buffer is formatted in one call
+    instead of a size query plus a fill. Snapshots are the hot path of every classification."""
+
+    def __init__(self, term: Any) -> None:
+        self._term = term
+        self._grid_ref = _ffi_mod.union_fn(
+            "ghostty_terminal_grid_ref", "GhosttyResult(*)(GhosttyTerminal, GhosttyPointS, GhosttyGridRef*)")
+        self._point = ffi.new("GhosttyPointS*")
+        self._point.tag = lib.GHOSTTY_POINT_TAG_ACTIVE
+        self._start = core.init_sized("GhosttyGridRef")
+        self._end = core.init_sized("GhosttyGridRef")
+        self._selection = core.init_sized("GhosttySelection")
+        self._options = core.init_sized("GhosttyTerminalSelectionFormatOptions")
+        self._options.emit = lib.GHOSTTY_FORMATTER_FORMAT_PLAIN
+        self._options.unwrap, self._options.trim = False, True
+        self._written = ffi.new("size_t*")
+        self._buf: Any = None
+        self._size = (0, 0)
+
+    def _ref(self, out: Any, x: int, y: int) -> None:
+        self._point.value.x, self._point.value.y = x, y
+        core.check(self._grid_ref(self._term._t[0], self._point[0], out), "grid_ref")
+
+    def read(self, cols: int, rows: int) -> str:
+        if self._size != (cols, rows):
+            # Room for 4-byte characters plus combining marks; bigger screens fall back below.
+            self._buf = ffi.new("uint8_t[]", cols * rows * 8 + rows)
+            self._size = (cols, rows)
+        self._ref(self._start, 0, 0)
+        self._ref(self._end, cols - 1, rows - 1)
+        self._selection.start = self._start[0]
+        self._selection.end = self._end[0]
+        self._options.selection = self._selection
+        result = lib.ghostty_terminal_selection_format_buf(
+            self._term._t[0], self._options[0], self._buf, len(self._buf), self._written)
+        if result:  # out of space (very long grapheme clusters): the slow, exact path
+            text: str = self._term.text()
+            return text
+        raw: bytes = ffi.buffer(self._buf, self._written[0])[:]
+        return raw.decode("utf-8", "replace")

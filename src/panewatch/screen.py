@@ -59,6 +59,7 @@ class Screen:
 
     def __post_init__(self) -> None:
         self._term = _ghostty.new_terminal(self.cols, self.rows)
+        self._text = _ghostty.VisibleText(self._term)
         self._reply: ReplyHandler | None = None
         self._cached: Snapshot | None = None
 
@@ -100,7 +101,7 @@ class Screen:
         if self._cached is not None:
             return self._cached
         try:
-            text = self._term.text()
+            text = self._text.read(self.cols, self.rows)
             title = _ghostty.title(self._term)
             alt = bool(self._term.get("active_screen", "int"))
             cursor = self._term.cursor
