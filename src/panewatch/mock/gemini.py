@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from panewatch.mock.scenario import Reply, has_control, next_reply, parse_control, pieces
@@ -11,6 +12,7 @@ from panewatch.mock.server import Exchange
 # Enum values preferred when a side call's schema offers them: "user" ends the turn in the
 # next-speaker check, "flash" is a harmless router choice.
 _PREFERRED = ("user", "flash")
+_CWD_RE = re.compile(r"Workspace Directories:\**\s*\n\s*- (\S+)")
 
 
 def _parts(content: dict[str, Any]) -> list[dict[str, Any]]:
@@ -31,6 +33,16 @@ def conversation_position(body: dict[str, Any]) -> tuple[str, int]:
     return prompt, sum(1 for c in contents[start + 1:] for p in _parts(c) if "functionResponse" in p)
 
 
+def _cwd(body: dict[str, Any]) -> str | None:
+    # The first user turn carries <session_context> with "Workspace Directories:" then "  - /path".
+    for content in body.get("contents") or []:
+        for part in _parts(content) if isinstance(content, dict) else []:
+            m = _CWD_RE.search(str(part.get("text", "")))
+            if m:
+                return m.group(1)
+    return None
+
+
 def value_for(schema: Any, depth: int = 0) -> Any:
     """A plausible value matching a (JSON or OpenAPI-style) schema."""
     if not isinstance(schema, dict) or depth > 8:
@@ -45,7 +57,8 @@ def value_for(schema: Any, depth: int = 0) -> Any:
     if kind == "array":
         return []
     if kind in ("number", "integer"):
-        return 0
+        low = schema.get("minimum", 0)
+        return low if isinstance(low, int | float) else 0
     if kind == "boolean":
         return False
     return "Mock answer."
@@ -81,7 +94,7 @@ def handle(ex: Exchange) -> None:
     prompt, results = conversation_position(body)
     control = parse_control(prompt, default_scenario=ex.mock.default_scenario,
                             default_delay=ex.mock.default_delay)
-    reply = next_reply("gemini", control, results, None)
+    reply = next_reply("gemini", control, results, _cwd(body))
     ex.record("request", step=reply.step, scenario=reply.scenario, stop_reason=None, tools=None)
     _send(ex, reply, streaming)
     ex.record("reply_sent", step=reply.step, scenario=reply.scenario, stop_reason=reply.stop_reason,

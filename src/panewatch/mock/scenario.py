@@ -207,6 +207,10 @@ def _gemini(scn: str, control: Control, cwd: str | None) -> Script | None:
                                            "content": "created by the panewatch mock\n"}),),),
         "multi": ((shell(f"touch {MARKER}_a", "Create the first marker file"),
                    shell(f"touch {MARKER}_b", "Create the second marker file")),),
+        "ask": ((ToolCall("ask_user", {"questions": [{
+            "question": "Which colour should the button be?", "header": "Colour", "type": "choice",
+            "options": [{"label": "Red", "description": "A bold red button"},
+                        {"label": "Blue", "description": "A calm blue button"}]}]}),),),
     }
     return Script(steps[scn], _done(scn)) if scn in steps else None
 
@@ -221,7 +225,7 @@ COMMON_SCENARIOS = ("bash", "edit", "slow", "multi", "trap", "text")
 SCENARIOS: dict[Kind, tuple[str, ...]] = {
     "anthropic": (*COMMON_SCENARIOS, "write", "plan", "ask"),
     "openai": COMMON_SCENARIOS,
-    "gemini": (*COMMON_SCENARIOS, "write"),
+    "gemini": (*COMMON_SCENARIOS, "write", "ask"),
 }
 
 

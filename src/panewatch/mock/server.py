@@ -158,8 +158,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if self.command in ("POST", "PUT", "PATCH"):
                 ex.read_body()
-            if mock.dump_bodies and ex.body is not None:
-                mock.recorder.record("body", kind=mock.kind, path=ex.path, body=ex.body)
+            if mock.dump_bodies:
+                mock.recorder.record("body", kind=mock.kind, method=ex.method, path=self.path, body=ex.body)
             mock.handle(ex)
             ex.end_sse()
         except ClientGone as exc:
