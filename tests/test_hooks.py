@@ -15,6 +15,7 @@ import pytest
 
 from panewatch import paths
 from panewatch.combine import Report
+from panewatch.corpus import bundled_root
 from panewatch.hooks import (
     CLAUDE_HOOKS,
     ENV_PANE_ID,
@@ -27,7 +28,7 @@ from panewatch.hooks import (
 )
 from panewatch.paneclient import MAX_MESSAGE
 
-FIXTURES = Path("/work/shared/fixtures/claude-code/2.1.332")
+FIXTURES = bundled_root() / "claude-code" / "2.1.332"
 PANEWATCH = [sys.executable, "-m", "panewatch"]
 
 Received = list[tuple[str, Report]]
