@@ -188,3 +188,14 @@ class PtyAgent:
     def wait_gone(self, what: str | re.Pattern[str] | Predicate, timeout: float = 30.0) -> Snapshot | None:
         match = _matcher(what)
         return self.wait_for(lambda snap: not match(snap), timeout)
+
+    def answer(self, keys: bytes | str, dialog: str | re.Pattern[str] | Predicate, *, timeout: float = 10.0,
+               retry_after: float = 1.5) -> Snapshot | None:
+        """Send `keys` to a dialog until it goes away (some dialogs ignore keys for a moment after
+        they open, e.g. Claude's "Exit plan mode?"); the snapshot once gone, None on timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.write(keys)
+            gone = self.wait_gone(dialog, min(retry_after, max(0.0, deadline - time.monotonic())))
+            if gone is not None or time.monotonic() >= deadline or not self.alive:
+                return gone
