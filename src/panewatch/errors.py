@@ -3,6 +3,7 @@
     PanewatchError
      ├── GuardError                  refused or unanswerable input to a pane (guard.py)
      │    ├── PaneBlockedError       send() while the pane waits for a permission answer; .prompt
+     │    ├── AgentExitedError       send() after the agent exited: a shell would run the text
      │    ├── NotBlockedError        answer() but no prompt is waiting; .state
      │    ├── PromptChangedError     answer() but the prompt on screen is not the one the user saw;
      │    │                          .expected (fingerprint), .prompt (the one now on screen)
@@ -43,6 +44,14 @@ class PaneBlockedError(GuardError):
         where = f"pane {pane} " if pane else "the pane "
         super().__init__(f"{where}is blocked on a prompt; not sending text into it:\n{_describe(prompt)}\n"
                          "answer it with answer(option, fingerprint)")
+
+
+class AgentExitedError(GuardError):
+    """The agent is gone and a shell holds the pane: typed text would run as a shell command."""
+
+    def __init__(self, pane: str = "") -> None:
+        where = f"pane {pane}" if pane else "the pane"
+        super().__init__(f"the agent in {where} has exited and a shell is in front; not typing into it")
 
 
 class NotBlockedError(GuardError):
