@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from panewatch.classify import Verdict
-from panewatch.combine import REPORT_MAX_AGE, PaneState, Report, combine, report_is_fresh
+from panewatch.cast import read_cast
+from panewatch.classify import Verdict, classify
+from panewatch.combine import REPORT_MAX_AGE, PaneState, Report, combine, report_is_fresh, screen_key
+from panewatch.corpus import bundled_root
+from panewatch.manifest import load_all
+from panewatch.screen import Screen, Snapshot
 
 BLOCKED = Verdict("blocked", "permission-question", matched="Do you want to proceed?", row=25, agent="claude")
 WORKING = Verdict("working", "title-spinner", agent="claude")
@@ -110,3 +116,64 @@ def test_unknown_process_leaves_the_screen_and_reports_in_charge() -> None:
 
 def test_unknown_report_state_is_ignored() -> None:
     assert combine(IDLE, 1.0, hook("exploded", 2.0), True, 2.0).source == "screen"
+
+
+# -- against a real capture: Claude Code 2.1.332 full_bash, its recorded hook times -------------
+
+HOOK_STATES = {"UserPromptSubmit": "working", "PreToolUse": "working", "Notification": "blocked", "Stop": "done"}
+
+
+def _timeline(use_key: bool) -> list[tuple[float, str, str]]:
+    """(t, combined state, source) after each output event, as a live loop would compute them,
+    with a manifest that does NOT know the dialog (its screen verdict says working)."""
+    case = bundled_root() / "claude-code" / "2.1.332" / "full_bash"
+    truth = json.loads((case / "truth.json").read_text())
+    hooks = sorted((h["t"], HOOK_STATES[h["hook"]]) for h in truth["hooks"])
+    manifest = load_all().get("claude")
+    assert manifest is not None
+    cast = read_cast(case / "session.cast")
+    screen = Screen(cast.header.width, cast.header.height)
+    last: object = None
+    changed_at = 0.0
+    out = []
+    for event in cast.events:
+        if event.kind != "o":
+            continue
+        screen.feed(event.data.encode("utf-8", "surrogateescape"))
+        snap = screen.snapshot()
+        key: object = screen_key(snap) if use_key else snap
+        if key != last:
+            changed_at, last = event.t, key
+        verdict = classify(snap, manifest)
+        if verdict.state == "blocked":
+            verdict = Verdict("working", "unknown-dialog")
+        past = [Report(state, t, "hook") for t, state in hooks if t <= event.t]
+        state = combine(verdict, changed_at, past[-1] if past else None, True, event.t)
+        out.append((event.t, state.state, state.source))
+    return out
+
+
+def test_hook_blocked_survives_claudes_blinking_bullet_until_the_answer() -> None:
+    notification, answered = 15.1191, 17.62  # truth.json hooks; the driver typed "1" at 17.62
+    timeline = _timeline(use_key=True)
+    waiting = [(t, s) for t, s, _ in timeline if notification <= t < answered]
+    assert len(waiting) >= 3  # the bullet blinked meanwhile
+    assert all(s == "blocked" for _, s in waiting)
+    # Cast time, not wall time: the dialog is erased 0.09 s after the key, and blocked ends there.
+    cleared = next(t for t, s, _ in timeline if t > answered and s != "blocked")
+    assert cleared - answered < 0.2
+    assert all(s != "blocked" for t, s, _ in timeline if t >= cleared)
+
+
+def test_without_screen_key_the_blink_would_drop_the_hook_report() -> None:
+    timeline = _timeline(use_key=False)
+    waiting = [s for t, s, _ in timeline if 15.1191 <= t < 17.62]
+    assert "working" in waiting
+
+
+def test_screen_key_ignores_animation_not_content() -> None:
+    a = Snapshot(rows=("● Creating the marker file", "✶ Flambéing… (5s · ↓ 20 tokens)", "⠋ Thinking"))
+    b = Snapshot(rows=("  Creating the marker file", "✻ Flambéing… (5s · ↓ 20 tokens)", "⠙ Thinking"),
+                 title="[ ! ] Action Required")
+    c = Snapshot(rows=("  Creating the marker file", "✻ Flambéing… (6s · ↓ 20 tokens)", "⠙ Thinking"))
+    assert screen_key(a) == screen_key(b) != screen_key(c)

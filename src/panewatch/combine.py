@@ -30,6 +30,12 @@ Why this order:
     Both are stale, so the process signal wins over them. `agent_running=None` (unknown, e.g. the
     process could not be read) leaves rows 2 to 4 in charge.
 
+What counts as "the screen changed" is `screen_key()`: the visible rows with in-place animation
+blanked out, title excluded. Claude Code blinks the running tool's ● every ~0.6 s while its dialog
+waits and Codex flips its title between '[ ! ]' and '[ . ]'; if those counted, a hook's 'blocked'
+would be dropped within a second although nothing happened. Erasing a dialog, a new line of
+output or a ticking "(5s ·" timer do count.
+
 Report ages (REPORT_MAX_AGE): 'blocked', 'idle' and 'done' never expire by time — a dialog or an
 idle prompt can wait for hours on an unchanging screen, and only a screen change (or a newer
 report) tells us it is over. 'working' expires after 10 minutes without a screen change: agents
@@ -40,9 +46,11 @@ the screen's own verdict is the better guess. Long silent tool calls stay 'worki
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from panewatch.classify import Verdict
+from panewatch.screen import Snapshot
 
 REPORT_STATES = ("blocked", "working", "idle", "done")
 PANE_STATES = ("blocked", "working", "idle", "exited")
@@ -74,6 +82,18 @@ class PaneState:
     source: str  # "screen" | "hook" | "acp" | "process"
     rule: str | None  # the screen rule that decided; None for reports, process, or no rule matched
     detail: str = ""  # matched text, or the report's detail
+
+
+# Animated in place, saying nothing new: a blinking/spinning glyph at the start of a row (Claude's
+# ● ⏺ ✢ ✳ ✶ ✻ ✽ · *, Codex's • ◦) and braille or half-circle spinners anywhere.
+_BLINK = re.compile(r"^(\s*)[●⏺✢✳✶✻✽·*•◦](?=\s|$)")
+_SPINNER = re.compile(r"[\u2800-\u28FF\u25D0-\u25D3]")
+
+
+def screen_key(snapshot: Snapshot) -> tuple[str, ...]:
+    """The screen as far as report staleness is concerned: compare keys, not snapshots, to set
+    `screen_changed_at` (see the module docstring)."""
+    return tuple(_SPINNER.sub(" ", _BLINK.sub(r"\1 ", row)).rstrip() for row in snapshot.rows)
 
 
 def report_is_fresh(report: Report, screen_changed_at: float, now: float) -> bool:
