@@ -74,3 +74,26 @@ class VisibleText:
             return text
         raw: bytes = ffi.buffer(self._buf, self._written[0])[:]
         return raw.decode("utf-8", "replace")
+
+
+def vt_dump(term: Any) -> bytes:
+    """The visible screen as VT bytes (modes, colours, cursor) that repaint it on another terminal.
+
+    For the board's live view of a pane that started long before the viewer looked.
+    """
+    opts = core.init_sized("GhosttyFormatterTerminalOptions")
+    opts.emit = lib.GHOSTTY_FORMATTER_FORMAT_VT
+    opts.unwrap, opts.trim = False, False
+    opts.extra.modes = opts.extra.scrolling_region = True
+    opts.extra.screen.cursor = opts.extra.screen.style = opts.extra.screen.charsets = True
+    formatter = ffi.new("GhosttyFormatter*")
+    core.check(lib.ghostty_formatter_terminal_new(ffi.NULL, formatter, term._t[0], opts[0]), "formatter_new")
+    try:
+        size = ffi.new("size_t*")
+        lib.ghostty_formatter_format_buf(formatter[0], ffi.NULL, 0, size)  # size query
+        buf = ffi.new("uint8_t[]", max(size[0], 1))
+        core.check(lib.ghostty_formatter_format_buf(formatter[0], buf, len(buf), size), "formatter_format")
+        data: bytes = ffi.buffer(buf, size[0])[:]
+        return data
+    finally:
+        lib.ghostty_formatter_free(formatter[0])

@@ -114,5 +114,13 @@ class Screen:
                                 width=self.cols)
         return self._cached
 
+    def vt_dump(self) -> bytes:
+        """VT bytes that repaint this screen on another terminal (a viewer joining late); b"" on failure."""
+        try:
+            return _ghostty.vt_dump(self._term)
+        except Exception:
+            self.stats.engine_errors += 1
+            return b""
+
     def close(self) -> None:
         self._term.close()
