@@ -351,8 +351,10 @@ def truth_line(truth: Truth, t: float) -> str:
 
 
 def interpret(steps: Steps, *, write: Callable[[bytes], None], readline: Callable[[], str | None],
-              record: Recorder, time_scale: float = 1.0, sleep: Callable[[float], None] = time.sleep) -> None:
-    """Run steps synchronously: the fake agent program's main loop."""
+              record: Recorder, time_scale: float = 1.0, sleep: Callable[[float], None] = time.sleep,
+              readkey: Callable[[], str | None] | None = None) -> None:
+    """Run steps synchronously: the fake agent program's main loop. With `readkey`, a prompt is
+    answered by one key press, as in the real Claude Code (digits answer at once)."""
     reply: str | None = None
     try:
         step = next(steps)
@@ -364,6 +366,8 @@ def interpret(steps: Steps, *, write: Callable[[bytes], None], readline: Callabl
                     record(step.truth)
             elif isinstance(step, Sleep):
                 sleep(step.seconds * time_scale)
+            elif step.purpose == "answer" and readkey is not None:
+                reply = readkey()
             else:
                 reply = readline()
             step = steps.send(reply)
@@ -412,6 +416,34 @@ def _stdin_line(stream: IO[bytes]) -> Callable[[], str | None]:
             return None
         return raw.decode("utf-8", "replace") if raw else None
     return readline
+
+
+def _stdin_key(fd: int) -> Callable[[], str | None]:
+    """One key, without waiting for Enter (the line discipline's canonical mode is off for the
+    read); a trailing Enter typed with it is dropped so it does not become an empty task."""
+    def readkey() -> str | None:
+        try:
+            saved = termios.tcgetattr(fd)
+        except (termios.error, OSError):  # not a terminal: fall back to a line
+            line = sys.stdin.buffer.readline()
+            return line.decode("utf-8", "replace") if line else None
+        attrs = termios.tcgetattr(fd)
+        attrs[3] &= ~termios.ICANON
+        attrs[6][termios.VMIN], attrs[6][termios.VTIME] = 1, 0
+        try:
+            termios.tcsetattr(fd, termios.TCSANOW, attrs)
+            key = os.read(fd, 1)
+            time.sleep(0.01)  # let a "1\r" typed as one write arrive whole before dropping the rest
+            termios.tcflush(fd, termios.TCIFLUSH)
+        except OSError:
+            return None
+        finally:
+            with contextlib.suppress(termios.error, OSError):
+                termios.tcsetattr(fd, termios.TCSANOW, saved)
+        if not key or key == b"\x04":
+            return None
+        return key.decode("utf-8", "replace")
+    return readkey
 
 
 def _no_echo(fd: int) -> list[Any] | None:
@@ -465,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     code = 0
     try:
         interpret(script.steps(), write=lambda b: _write_all(1, b), readline=_stdin_line(sys.stdin.buffer),
-                  record=record, time_scale=scale)
+                  record=record, time_scale=scale, readkey=_stdin_key(0))
     except (KeyboardInterrupt, SystemExit) as exc:
         code = 130 if isinstance(exc, KeyboardInterrupt) else int(exc.code or 0)
         with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
