@@ -65,13 +65,13 @@ def handle(ex: Exchange) -> None:
     m = _CWD_RE.search(ex.raw.decode("utf-8", "replace"))
     reply = next_reply("anthropic", control, results, m.group(1) if m else None)
     ex.record("request", step=reply.step, scenario=reply.scenario, stop_reason=None, tools=None)
+    ex.when_sent(lambda: ex.record("reply_sent", step=reply.step, scenario=reply.scenario,
+                                   stop_reason=reply.stop_reason, tools=reply.tool_names))
     if body.get("stream"):
         _stream(ex, body, reply)
     else:
         ex.wait(reply.delay)
         ex.send_json(_message(body, reply))
-    ex.record("reply_sent", step=reply.step, scenario=reply.scenario, stop_reason=reply.stop_reason,
-              tools=reply.tool_names)
 
 
 def _side(ex: Exchange, body: dict[str, Any]) -> None:

@@ -96,9 +96,9 @@ def handle(ex: Exchange) -> None:
                             default_delay=ex.mock.default_delay)
     reply = next_reply("gemini", control, results, _cwd(body))
     ex.record("request", step=reply.step, scenario=reply.scenario, stop_reason=None, tools=None)
+    ex.when_sent(lambda: ex.record("reply_sent", step=reply.step, scenario=reply.scenario,
+                                   stop_reason=reply.stop_reason, tools=reply.tool_names))
     _send(ex, reply, streaming)
-    ex.record("reply_sent", step=reply.step, scenario=reply.scenario, stop_reason=reply.stop_reason,
-              tools=reply.tool_names)
 
 
 def _chunk(parts: list[dict[str, Any]], finish: bool) -> dict[str, Any]:

@@ -60,9 +60,9 @@ def handle(ex: Exchange) -> None:
     cwd = _cwd(body)
     reply = next_reply("openai", control, results, cwd)
     ex.record("request", step=reply.step, scenario=reply.scenario, stop_reason=None, tools=None)
+    ex.when_sent(lambda: ex.record("reply_sent", step=reply.step, scenario=reply.scenario,
+                                   stop_reason=reply.stop_reason, tools=reply.tool_names))
     _stream(ex, body, reply)
-    ex.record("reply_sent", step=reply.step, scenario=reply.scenario, stop_reason=reply.stop_reason,
-              tools=reply.tool_names)
 
 
 def _cwd(body: dict[str, Any]) -> str | None:

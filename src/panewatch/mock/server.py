@@ -62,6 +62,17 @@ class Exchange:
         self.body: Any = None
         self.raw = b""
         self._streaming = False
+        self._on_sent: Callable[[], object] | None = None
+
+    def when_sent(self, fn: Callable[[], object]) -> None:
+        """Run `fn` once the reply is complete but before its last bytes leave, so a client that has
+        read the whole reply always finds the event already recorded."""
+        self._on_sent = fn
+
+    def _sent(self) -> None:
+        fn, self._on_sent = self._on_sent, None
+        if fn is not None:
+            fn()
 
     def read_body(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -83,6 +94,7 @@ class Exchange:
         self._h.send_header("Content-Type", "application/json")
         self._h.send_header("Content-Length", str(len(data)))
         self._h.end_headers()
+        self._sent()
         if self.method != "HEAD":
             self._write(data)
 
@@ -112,6 +124,7 @@ class Exchange:
 
     def end_sse(self) -> None:
         if self._streaming:
+            self._sent()
             self._write(b"0\r\n\r\n")
             self._streaming = False
 
