@@ -214,22 +214,22 @@ def score_track(track: Track, segments: list[tuple[float, float, str]]) -> Detec
     # Walk constant pieces of (truth state, signal) and count "needs you" outside prompts; the
     # stretch that continues straight after an answered prompt is residual, not a false positive.
     cuts = sorted({a for a, _, _ in segments} | {segments[-1][1]} | {t for t, _ in track.transitions})
-    residual, in_episode = False, False
+    residual, episode = False, ""  # episode: the truth state of the false-positive run in progress
     for lo, hi in itertools.pairwise(cuts):
         state = next((s for a, b, s in segments if a <= lo < b), "ignore")
         on = track.on_at(lo)
         if state == "blocked":
-            residual, in_episode = on, False
+            residual, episode = on, ""
             continue
         if not on:
-            residual = in_episode = False
+            residual, episode = False, ""
             continue
         if residual or state not in result.fp_seconds:
             continue
         result.fp_seconds[state] += hi - lo
-        if not in_episode:
+        if episode != state:  # a run that goes on from idle into the next task counts once in each
             result.fp_count[state] += 1
-            in_episode = True
+            episode = state
     return result
 
 
