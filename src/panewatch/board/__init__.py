@@ -1,0 +1,18 @@
+"""The sessions board: one daemon per user (`panewatch serve`) that sees every pane.
+
+    rpc.py        JSON-lines RPC over the daemon's unix socket (both directions)
+    model.py      cards, prompts and guard errors as JSON; sorting and formatting
+    endpoint.py   PaneEndpoint: a LivePane's card, guarded input, output for viewers
+    panes.py      Hub (all cards, listeners), LocalPane (headless), RemotePane (a `run` elsewhere)
+    daemon.py     Daemon: lock, unix socket, headless panes, operations
+    security.py   token, cookie, Host/Origin checks, headers
+    web.py        aiohttp app: page, static files, websocket route, behind the checks
+    wsession.py   one browser tab's websocket
+    client.py     finding / starting the daemon, one-shot calls (`ensure_daemon()`)
+    link.py       BoardLink: how a `panewatch run` pane registers (and re-registers)
+    attach.py     `panewatch attach`: the terminal becomes the pane until the detach key
+    static/       the page (board.js, board.css, index.html) and vendor/ (xterm.js, pinned from npm)
+
+For other programs (the demo): `client.ensure_daemon()` starts the daemon if needed and returns
+{"url", ...}; `await client.call("new", argv=[...], name=..., cwd=..., agent=...)` makes a headless pane.
+"""

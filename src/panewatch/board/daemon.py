@@ -1,0 +1,385 @@
+"""`panewatch serve`: the one daemon per user behind the board and the pane commands.
+
+It holds an exclusive flock on `board.pid` for its whole life (a second daemon exits with status 3),
+listens on `board.sock` (0600, same-uid peers only) for `run` panes and the pane commands, owns
+the headless panes made by `panewatch new`, and serves the board over HTTP on loopback.
+
+Unix-socket operations (JSON lines, see rpc.py), params → result:
+
+    info                                        → {url, pid, port, panes, version}
+    list                                        → {cards}
+    new      {argv, name?, cwd?, env?, cols?, rows?, agent?}  → {card}
+    send     {pane, text, enter?}                refused while blocked (error pane_blocked + prompt)
+    answer   {pane, option, fingerprint}         → {option, cleared, state, prompt_after}
+    prompt   {pane}                             → {card} (its prompt, if blocked)
+    attach   {pane}                             → {card}; then notifications "screen" {data, repaint}
+                                                  and "card" {card}; the client sends "keys" {data}
+                                                  and "detach"
+    resize   {pane, cols, rows}                  headless panes only
+    close    {pane}                             kill a headless pane / remove an exited card
+    register {card}                             this connection is a `run` pane from now on (link.py)
+    shutdown
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import socket
+import struct
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+import panewatch
+from panewatch.board.client import runtime_file, socket_path
+from panewatch.board.model import Card, bad_request
+from panewatch.board.panes import Hub, LocalPane, RemotePane
+from panewatch.board.rpc import MAX_LINE, Peer, RemoteError
+from panewatch.board.security import Access, is_loopback, write_secret
+from panewatch.board.web import make_app
+from panewatch.live import LivePane, ManifestWatcher
+from panewatch.settings import load_settings
+
+log = logging.getLogger("panewatch.board")
+
+IDLE_CHECK = 5.0
+_PANE_ENV = ("PANEWATCH_PANE_ID", "PANEWATCH_TOKEN", "PANEWATCH_SOCKET")  # a nested pane reports to its own runtime
+
+
+class AlreadyRunning(RuntimeError):
+    pass
+
+
+class _Conn:
+    """One unix-socket connection: a pane command, an attach, or a registered `run` pane."""
+
+    def __init__(self, peer: Peer) -> None:
+        self.peer = peer
+        self.remote: RemotePane | None = None
+        self.cleanups: list[Callable[[], None]] = []
+
+
+class Daemon:
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, idle_exit: float | None = None) -> None:
+        if not is_loopback(host):
+            raise ValueError(f"refusing to serve the board on {host!r}: it types into shells, so it listens on "
+                             "loopback only (reach it from elsewhere through an SSH tunnel)")
+        self.host, self.port, self.idle_exit = host, port, idle_exit
+        self.pid = os.getpid()
+        self.hub = Hub()
+        self.stats: Counter[str] = Counter()
+        self.clients = 0  # open board tabs
+        self.connections: set[_Conn] = set()
+        self.notify_cooldown = load_settings().notify.cooldown
+        self.watcher = ManifestWatcher()
+        self.access: Access | None = None
+        self._lock_fd: int | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._runner: web.AppRunner | None = None
+        self._stop: asyncio.Event | None = None
+        self._reports: Any = None  # hooks.ReportServer, made when the first claude pane starts
+        self._idle_task: asyncio.Task[None] | None = None
+
+    # -- lifetime ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._stop = asyncio.Event()
+        self._lock()
+        try:
+            token = Access.new_token()
+            await self._start_web(token)
+            write_secret(runtime_file("board.token"), token)
+            await self._start_socket()
+            write_secret(runtime_file("board.json"), json.dumps(
+                {"pid": self.pid, "url": self.base_url, "host": self.host, "port": self.port}))
+        except BaseException:
+            await self.close()
+            raise
+        if self.idle_exit is not None:
+            self._idle_task = asyncio.get_running_loop().create_task(self._idle_watch(self.idle_exit))
+
+    def _lock(self) -> None:
+        fd = os.open(runtime_file("board.pid"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise AlreadyRunning("a panewatch daemon is already running for this user") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{self.pid}\n".encode())
+        self._lock_fd = fd  # held until we exit; the kernel drops it if we die, so it is never stale
+
+    async def _start_web(self, token: str) -> None:
+        # Bind first: the port (maybe ephemeral) must be known to Access before the app exists.
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.bind((self.host, self.port))
+            sock.listen(128)
+            sock.setblocking(False)
+        except BaseException:
+            sock.close()
+            raise
+        self.port = sock.getsockname()[1]
+        self.access = Access(token, self.host, self.port)
+        self._runner = web.AppRunner(make_app(self, self.access), access_log=None, handle_signals=False)
+        await self._runner.setup()
+        await web.SockSite(self._runner, sock).start()
+
+    async def _start_socket(self) -> None:
+        path = socket_path()
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # stale: we hold the lock, so no live daemon owns it
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(str(path))
+            os.chmod(path, 0o600)  # before listen(): nobody connects while it has the umask's mode
+            self._server = await asyncio.start_unix_server(self._on_connection, sock=sock, limit=MAX_LINE)
+        except BaseException:
+            sock.close()
+            raise
+
+    @property
+    def base_url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    @property
+    def url(self) -> str:
+        assert self.access is not None
+        return f"{self.base_url}?token={self.access.token}"
+
+    def stop(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+
+    async def wait(self) -> None:
+        assert self._stop is not None
+        await self._stop.wait()
+
+    async def close(self) -> None:
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+            with contextlib.suppress(FileNotFoundError):
+                socket_path().unlink()
+        for conn in list(self.connections):
+            await conn.peer.close()
+        await self.hub.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._reports is not None:
+            await self._reports.close()
+        if self._lock_fd is not None:
+            for name in ("board.json", "board.token"):
+                with contextlib.suppress(FileNotFoundError):
+                    runtime_file(name).unlink()
+            os.close(self._lock_fd)  # the pid file stays: unlinking it would race a new daemon's lock
+            self._lock_fd = None
+
+    async def _idle_watch(self, idle_exit: float) -> None:
+        idle_since = time.monotonic()
+        while True:
+            await asyncio.sleep(min(IDLE_CHECK, idle_exit))
+            busy = self.hub.panes or self.clients or any(c.remote is None for c in self.connections)
+            if busy:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since >= idle_exit:
+                log.info("idle for %.0f s: exiting", idle_exit)
+                self.stop()
+                return
+
+    # -- the unix socket -----------------------------------------------------------------------
+
+    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not _same_user(writer):
+            writer.close()
+            return
+        peer = Peer(reader, writer)
+        conn = _Conn(peer)
+
+        async def on_request(op: str, msg: dict[str, Any]) -> dict[str, Any] | None:
+            return await self._request(conn, op, msg)
+
+        peer.on_request = on_request
+        peer.on_notify = lambda op, msg: self._notify(conn, op, msg)
+        self.connections.add(conn)
+        try:
+            await peer.run()
+        finally:
+            self.connections.discard(conn)
+            for cleanup in conn.cleanups:
+                with contextlib.suppress(Exception):
+                    cleanup()
+            if conn.remote is not None:
+                conn.remote.disconnected()
+
+    def _notify(self, conn: _Conn, op: str, msg: dict[str, Any]) -> None:
+        if conn.remote is not None:
+            conn.remote.on_notify(op, msg)
+        elif op == "keys" and isinstance(msg.get("pane"), str):
+            asyncio.get_running_loop().create_task(self._attached_keys(conn, msg["pane"], msg.get("data", "")))
+        elif op == "detach":
+            for cleanup in conn.cleanups:
+                cleanup()
+            conn.cleanups.clear()
+
+    async def _attached_keys(self, conn: _Conn, pane_ref: str, data: Any) -> None:
+        try:
+            await self.hub.get(pane_ref).keys(base64.b64decode(str(data)), True)
+        except RemoteError as exc:
+            conn.peer.notify("error", error=exc.kind, message=str(exc))
+
+    async def _request(self, conn: _Conn, op: str, msg: dict[str, Any]) -> dict[str, Any] | None:
+        if op == "register":
+            return self._register(conn, msg)
+        if op == "info":
+            return {"url": self.url, "pid": self.pid, "port": self.port, "panes": len(self.hub.panes),
+                    "version": panewatch.__version__}
+        if op == "list":
+            return {"cards": self.hub.cards()}
+        if op == "new":
+            return {"card": await self.new_pane(msg)}
+        if op == "shutdown":
+            asyncio.get_running_loop().call_soon(self.stop)
+            return None
+        if op == "ping":
+            return None
+        pane_ref = msg.get("pane")
+        if not isinstance(pane_ref, str):
+            raise bad_request(f"{op}: no pane given")
+        handle = self.hub.get(pane_ref)
+        if op == "prompt":
+            return {"card": handle.card}
+        if op == "send":
+            await handle.send(str(msg.get("text", "")), bool(msg.get("enter", True)))
+            return None
+        if op == "answer":
+            fingerprint = msg.get("fingerprint")
+            if not isinstance(fingerprint, str) or not fingerprint:
+                raise bad_request("answer: the fingerprint of the prompt being answered is required")
+            return await handle.answer(str(msg.get("option", "")), fingerprint)
+        if op == "attach":
+            return self._attach(conn, handle.id)
+        if op == "resize":
+            await handle.resize(int(msg.get("cols", 0)), int(msg.get("rows", 0)))
+            return None
+        if op == "close":
+            await self.dismiss(handle.id, kill=True)
+            return None
+        raise RemoteError("unknown_op", f"no such operation: {op}")
+
+    def _register(self, conn: _Conn, msg: dict[str, Any]) -> dict[str, Any]:
+        card = msg.get("card")
+        if conn.remote is not None or not isinstance(card, dict):
+            raise bad_request("register: one card, once per connection")
+        conn.remote = RemotePane(self.hub, self.hub.new_id(), conn.peer, card)
+        self.hub.add(conn.remote)
+        return {"id": conn.remote.id}
+
+    def _attach(self, conn: _Conn, pane_id: str) -> dict[str, Any]:
+        handle = self.hub.get(pane_id)
+        peer = conn.peer
+
+        def on_card(changed: str, card: Card | None) -> None:
+            if changed == pane_id:
+                peer.notify("card", card=card)
+
+        def on_screen(data: bytes, repaint: bool) -> None:
+            peer.notify("screen", data=base64.b64encode(data).decode(), repaint=repaint)
+
+        self.hub.listeners.add(on_card)
+        conn.cleanups.append(lambda: self.hub.listeners.discard(on_card))
+        conn.cleanups.append(handle.watch(on_screen))
+        return {"card": handle.card}
+
+    # -- panes ---------------------------------------------------------------------------------
+
+    async def new_pane(self, msg: dict[str, Any]) -> Card:
+        argv = msg.get("argv")
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+            raise bad_request("new: a command is required (panewatch new -- CMD ...)")
+        cwd = str(msg.get("cwd") or Path.home())
+        if not Path(cwd).is_dir():
+            raise bad_request(f"new: no such directory: {cwd}")
+        agent = msg.get("agent") or None
+        if agent is not None and self.watcher.get(str(agent)) is None:
+            known = ", ".join(m.id for m in self.watcher.current())
+            raise bad_request(f"new: unknown agent {agent!r} (known: {known})")
+        given = msg.get("env")
+        env = {str(k): str(v) for k, v in given.items()} if isinstance(given, dict) else dict(os.environ)
+        for key in _PANE_ENV:
+            env.pop(key, None)
+        env.setdefault("TERM", "xterm-256color")
+        pane_id = self.hub.new_id()
+        argv = await self._hooks(pane_id, argv, env, cwd)
+        cols, rows = _int(msg.get("cols"), 120, 10, 500), _int(msg.get("rows"), 32, 4, 200)
+        pane = LivePane(argv, pane_id=pane_id, cols=cols, rows=rows, env=env, cwd=cwd, agent=agent, headless=True,
+                        manifests=self.watcher)
+        local = LocalPane(self.hub, pane, name=str(msg.get("name") or Path(argv[0]).name), cwd=cwd)
+        try:
+            pane.start()
+        except OSError as exc:
+            local.endpoint.close()
+            raise RemoteError("spawn_failed", f"new: cannot run {argv[0]!r}: {exc.strerror or exc}") from None
+        local.card = local.endpoint.card()
+        self.hub.add(local)
+        return local.card
+
+    async def _hooks(self, pane_id: str, argv: list[str], env: dict[str, str], cwd: str) -> list[str]:
+        """Claude Code panes get panewatch's hooks, reporting to one server shared by all headless panes."""
+        claude = self.watcher.get("claude")
+        if claude is None or Path(argv[0]).name not in claude.processes:
+            return argv
+        from panewatch.hooks import ReportServer, hook_launcher, inject_claude_hooks
+
+        if self._reports is None:
+            def on_report(pid: str, report: Any) -> None:
+                handle = self.hub.panes.get(pid)
+                if isinstance(handle, LocalPane):
+                    handle.pane.report(report)
+
+            self._reports = ReportServer(on_report, clock=asyncio.get_running_loop().time)
+            await self._reports.start()
+        env.update(self._reports.pane_env(pane_id))
+        return inject_claude_hooks(argv, hook_launcher(), cwd=cwd)
+
+    async def dismiss(self, pane_id: str, *, kill: bool = False) -> None:
+        handle = self.hub.get(pane_id)
+        if handle.card.get("state") != "exited":
+            if not kill:
+                raise RemoteError("running", f"pane {pane_id} is still running")
+            if not isinstance(handle, LocalPane):
+                raise RemoteError("not_owned", f"pane {pane_id} runs under `panewatch run` in another "
+                                               "terminal: end it there")
+        await self.hub.remove(pane_id)
+
+
+def _int(value: Any, default: int, low: int, high: int) -> int:
+    return max(low, min(high, value)) if isinstance(value, int) else default
+
+
+def _same_user(writer: asyncio.StreamWriter) -> bool:
+    """Belt and braces over the 0600 socket in a 0700 dir: the peer must be our own uid (Linux)."""
+    sock = writer.get_extra_info("socket")
+    option = getattr(socket, "SO_PEERCRED", None)
+    if sock is None or option is None:
+        return True
+    with contextlib.suppress(OSError):
+        _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
+        return bool(uid == os.getuid())
+    return False
+

@@ -1,0 +1,185 @@
+"""One LivePane as the board sees it: its card, input through the guard, output for viewers.
+
+The same class serves a headless pane inside the daemon and a `run` pane in its own process
+(where `BoardLink` forwards calls over the socket), so both behave alike: the guard runs where
+the pane's screen is, next to the bytes it judges.
+
+Input paths, all here:
+  * `send(text)`   InputGuard.send, refused while blocked (also when only a hook says blocked);
+  * `answer(option, fingerprint)`   InputGuard.answer, bound to the prompt the user saw;
+  * `keys(bytes)`  a live terminal view's keystrokes: refused while blocked (answer with the
+                   buttons); `attached=True` (the user's own terminal shows the whole pane, as
+                   under `run`) lets them through, but never into an exited pane.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from panewatch.board.model import Card, guard_error, prompt_json
+from panewatch.board.rpc import RemoteError
+from panewatch.errors import GuardError, PaneBlockedError
+from panewatch.guard import InputGuard
+from panewatch.live import LivePane, StateChange
+from panewatch.prompt import Prompt, parse_prompt
+
+log = logging.getLogger("panewatch.board")
+
+REFRESH_DELAY = 0.15  # after output: re-read the prompt (while blocked), agent and size at most this often
+
+CardListener = Callable[[Card], None]
+OutputListener = Callable[[bytes], None]
+
+
+class PaneEndpoint:
+    def __init__(self, pane: LivePane, *, name: str = "", cwd: str | None = None, origin: str = "headless",
+                 command: str | None = None, on_card: CardListener | None = None) -> None:
+        self.pane = pane
+        self.guard = InputGuard(pane, pane_id=pane.pane_id)
+        self.name = name or pane.pane_id
+        self.cwd = cwd or os.getcwd()
+        self.origin = origin
+        self.command = command if command is not None else " ".join(pane.argv)
+        self.on_card = on_card
+        self.since = time.time()
+        self.prompt: Prompt | None = None
+        self._card: Card | None = None
+        self._viewers: dict[int, OutputListener] = {}
+        self._ids = itertools.count(1)
+        self._refresh: asyncio.TimerHandle | None = None
+        previous = pane.on_output
+
+        def tap(data: bytes) -> None:
+            if previous is not None:
+                previous(data)  # the user's terminal first
+            self._on_output(data)
+
+        pane.on_output = tap
+        self._unsubscribe = pane.subscribe(self._on_change)
+
+    # -- the card ------------------------------------------------------------------------------
+
+    def card(self) -> Card:
+        pane, state = self.pane, self.pane.state
+        blocked = state.state == "blocked"
+        return {
+            "id": pane.pane_id, "name": self.name, "agent": pane.agent or "", "cwd": self.cwd,
+            "command": self.command, "origin": self.origin, "pid": pane.pid, "state": state.state,
+            "source": state.source, "rule": state.rule, "detail": (state.detail or "")[:300],
+            "since": round(self.since, 3), "prompt": prompt_json(self.prompt) if blocked else None,
+            "exit_code": pane.exit_code, "cols": pane.screen.cols, "rows": pane.screen.rows,
+            "interactive": not blocked and not pane.exited,
+        }
+
+    def _publish(self) -> None:
+        card = self.card()
+        if card == self._card:
+            return
+        self._card = card
+        if self.on_card is not None:
+            try:
+                self.on_card(card)
+            except Exception:
+                log.exception("card listener failed")
+
+    def _read_prompt(self) -> None:
+        self.prompt = parse_prompt(self.pane.snapshot(), self.pane.verdict) if self.pane.state.state == "blocked" \
+            else None
+
+    def _on_change(self, change: StateChange) -> None:
+        self.since = change.t
+        self._read_prompt()
+        self._publish()
+
+    def _on_output(self, data: bytes) -> None:
+        for viewer in list(self._viewers.values()):
+            try:
+                viewer(data)
+            except Exception:
+                log.exception("viewer failed")
+        if self._refresh is None:
+            with contextlib.suppress(RuntimeError):  # no running loop: nothing to schedule on
+                self._refresh = asyncio.get_running_loop().call_later(REFRESH_DELAY, self._on_refresh)
+
+    def _on_refresh(self) -> None:
+        self._refresh = None
+        # The screen feed follows the output callback: by now it holds the bytes that triggered us.
+        self._read_prompt()
+        self._publish()
+
+    def close(self) -> None:
+        if self._refresh is not None:
+            self._refresh.cancel()
+            self._refresh = None
+        self._unsubscribe()
+        self._viewers.clear()
+
+    # -- input ---------------------------------------------------------------------------------
+
+    def _refuse_if_blocked(self) -> None:
+        self.pane.classify_now()
+        if self.pane.state.state == "blocked":  # a hook may know before the screen shows it
+            raise guard_error(PaneBlockedError(self.guard.prompt(), self.pane.pane_id))
+
+    def _refuse_if_exited(self) -> None:
+        if self.pane.exited:
+            raise RemoteError("exited", f"pane {self.pane.pane_id} has exited")
+
+    def send(self, text: str, enter: bool = True) -> None:
+        self._refuse_if_exited()
+        try:
+            self._refuse_if_blocked()
+            self.guard.send(text, enter)
+        except GuardError as exc:
+            raise guard_error(exc) from None
+
+    async def answer(self, option: str, fingerprint: str) -> dict[str, Any]:
+        self._refuse_if_exited()
+        try:
+            result = await self.guard.answer(option, fingerprint)
+        except GuardError as exc:
+            raise guard_error(exc) from None
+        finally:
+            self._read_prompt()
+            self._publish()
+        return {"option": {"number": result.option.number, "label": result.option.label},
+                "cleared": result.cleared, "state": result.state, "prompt_after": prompt_json(result.prompt_after)}
+
+    def keys(self, data: bytes, *, attached: bool = False) -> None:
+        self._refuse_if_exited()
+        if not attached:
+            try:
+                self._refuse_if_blocked()
+            except GuardError as exc:
+                raise guard_error(exc) from None
+        self.pane.write(data)
+
+    def resize(self, cols: int, rows: int) -> None:
+        self.pane.resize(max(10, min(cols, 500)), max(4, min(rows, 200)))
+        self._publish()
+
+    # -- output for viewers ----------------------------------------------------------------------
+
+    def watch(self, viewer: OutputListener) -> tuple[bytes, Callable[[], None]]:
+        """The screen as it is now (a repaint), and a subscription to every byte after it.
+
+        Atomic on the loop: the pane feeds its screen right after calling our output tap, so no
+        chunk is missing from, or doubled between, the repaint and the stream.
+        """
+        key = next(self._ids)
+        self._viewers[key] = viewer
+        return self.repaint(), lambda: self._viewers.pop(key, None) and None
+
+    def repaint(self) -> bytes:
+        return self.pane.screen.vt_dump()
+
+    @property
+    def watched(self) -> bool:
+        return bool(self._viewers)

@@ -1,0 +1,177 @@
+"""BoardLink: a `panewatch run` pane shows up on the board, wherever it was started.
+
+    link = BoardLink(pane, name=pane_id)   # after creating the LivePane, inside the running loop
+    link.start()                           # never blocks, never raises, never prints
+    ...
+    await link.close()                     # after the pane ended: its last card says 'exited'
+
+The pane never depends on the daemon: the link connects in the background (starting the daemon
+on demand the first time), and if the daemon is absent or dies it retries quietly and registers
+again when one is back. Cards flow to the daemon; the daemon's requests (send, answer, keys) are
+served by a PaneEndpoint, i.e. through the input guard, in this process, next to the screen.
+
+PANEWATCH_BOARD in the environment: unset or "auto" = register, starting the daemon if needed;
+"connect" = register only with a daemon already running; "off" = no link at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import os
+from typing import Any
+
+from panewatch.board.client import DaemonNotRunning, connect
+from panewatch.board.endpoint import PaneEndpoint
+from panewatch.board.model import Card
+from panewatch.board.rpc import Peer, RemoteError
+from panewatch.live import LivePane
+
+log = logging.getLogger("panewatch.board")
+log.addHandler(logging.NullHandler())  # a raw terminal is on our stderr: never fall back to printing there
+
+RETRY_MIN, RETRY_MAX = 0.5, 5.0
+MAX_BACKLOG = 4 * 1024 * 1024  # unsent bytes to the daemon before we stop streaming output to it
+ENV = "PANEWATCH_BOARD"
+
+
+def board_mode() -> str:
+    mode = os.environ.get(ENV, "auto").strip().lower() or "auto"
+    return mode if mode in ("auto", "connect", "off") else "auto"
+
+
+class BoardLink:
+    def __init__(self, pane: LivePane, *, name: str | None = None, cwd: str | None = None,
+                 command: str | None = None, autostart: bool | None = None) -> None:
+        self.pane = pane
+        self.name, self.cwd, self.command = name, cwd, command
+        mode = board_mode()
+        self.enabled = mode != "off"
+        self.autostart = (mode == "auto") if autostart is None else autostart
+        self.endpoint: PaneEndpoint | None = None
+        self.peer: Peer | None = None
+        self.registrations = 0
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+        self._unwatch: Any = None
+
+    def start(self) -> None:
+        if not self.enabled or self._task is not None:
+            return
+        self.endpoint = PaneEndpoint(self.pane, name=self.name or self.pane.pane_id, cwd=self.cwd or os.getcwd(),
+                                     origin="run", command=self.command, on_card=self._on_card)
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    @property
+    def connected(self) -> bool:
+        return self.peer is not None and not self.peer.closed
+
+    async def close(self, linger: float = 0.5) -> None:
+        """Stop; first give the daemon up to `linger` seconds to receive the last card."""
+        self._closing = True
+        if self.endpoint is not None:
+            self.endpoint._publish()
+        peer = self.peer
+        if peer is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(peer.drain(), linger)
+            await peer.close()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        self._stop_stream()
+        if self.endpoint is not None:
+            self.endpoint.close()
+
+    async def _run(self) -> None:
+        delay, autostart = RETRY_MIN, self.autostart
+        while not self._closing:
+            try:
+                peer = await connect(autostart=autostart)
+            except DaemonNotRunning:
+                autostart = False  # start it once; after that, only come back when someone else did
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX)
+                continue
+            except Exception:
+                log.debug("board link: connect failed", exc_info=True)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX)
+                continue
+            autostart = False
+            await self._serve(peer)
+            delay = RETRY_MIN
+
+    async def _serve(self, peer: Peer) -> None:
+        assert self.endpoint is not None
+        peer.on_request, peer.on_notify = self._on_request, self._on_notify
+        runner = peer.start()
+        try:
+            await peer.request("register", card=self.endpoint.card())
+        except RemoteError:
+            log.debug("board link: register failed", exc_info=True)
+            await peer.close()
+            await asyncio.sleep(RETRY_MAX)
+            return
+        self.peer = peer
+        self.registrations += 1
+        self.endpoint._card = None
+        self.endpoint._publish()  # anything that changed while registering
+        with contextlib.suppress(asyncio.CancelledError):
+            await runner
+        self.peer = None
+        self._stop_stream()
+
+    def _on_card(self, card: Card) -> None:
+        if self.peer is not None:
+            self.peer.notify("card", card=card)
+
+    # -- the daemon's requests ----------------------------------------------------------------
+
+    async def _on_request(self, op: str, msg: dict[str, Any]) -> dict[str, Any] | None:
+        endpoint = self.endpoint
+        assert endpoint is not None
+        if op == "send":
+            endpoint.send(str(msg.get("text", "")), bool(msg.get("enter", True)))
+            return None
+        if op == "answer":
+            return await endpoint.answer(str(msg.get("option", "")), str(msg.get("fingerprint", "")))
+        if op == "keys":
+            endpoint.keys(base64.b64decode(str(msg.get("data", ""))), attached=bool(msg.get("attached")))
+            return None
+        if op == "ping":
+            return {"card": endpoint.card()}
+        raise RemoteError("unknown_op", f"a run pane does not do {op!r}")
+
+    def _on_notify(self, op: str, msg: dict[str, Any]) -> None:
+        if op == "watch":
+            self._watch(msg.get("vid"))
+        elif op == "unwatch":
+            self._stop_stream()
+
+    def _watch(self, vid: Any) -> None:
+        peer, endpoint = self.peer, self.endpoint
+        if peer is None or endpoint is None:
+            return
+        if self._unwatch is None:
+            _, self._unwatch = endpoint.watch(self._forward)
+        # Sent in the same loop step as the subscription: the stream that follows matches it exactly.
+        peer.notify("repaint", vid=vid, data=base64.b64encode(endpoint.repaint()).decode())
+
+    def _forward(self, data: bytes) -> None:
+        peer = self.peer
+        if peer is None:
+            return
+        transport = peer.writer.transport
+        if transport is not None and transport.get_write_buffer_size() > MAX_BACKLOG:
+            self._stop_stream()  # the daemon is not reading: stop before we hoard memory
+            return
+        peer.notify("output", data=base64.b64encode(data).decode())
+
+    def _stop_stream(self) -> None:
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None

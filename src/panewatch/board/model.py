@@ -1,0 +1,91 @@
+"""What the board knows about a pane (a card), and prompts and guard errors as JSON.
+
+A card is plain JSON so the same dict goes from a `run` process to the daemon, to the browser and
+to `panewatch ls --json` unchanged:
+
+    {"id", "name", "agent", "cwd", "command", "origin": "run"|"headless", "pid", "state", "source",
+     "rule", "detail", "since" (unix time the state began), "prompt": PROMPT|null, "exit_code",
+     "cols", "rows", "interactive"}
+
+    PROMPT = {"question", "options": [{"number", "label", "kind", "key"}], "fingerprint", "body"}
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from panewatch.board.rpc import RemoteError
+from panewatch.errors import (
+    GuardError,
+    NotBlockedError,
+    PaneBlockedError,
+    PromptChangedError,
+    UnknownOptionError,
+)
+from panewatch.prompt import Prompt
+
+Card = dict[str, Any]
+
+# GuardError subclass name -> the error kind on the wire (and in the browser's messages).
+_KINDS = {
+    PaneBlockedError: "pane_blocked",
+    NotBlockedError: "not_blocked",
+    PromptChangedError: "prompt_changed",
+    UnknownOptionError: "unknown_option",
+}
+
+
+def prompt_json(prompt: Prompt | None) -> dict[str, Any] | None:
+    if prompt is None:
+        return None
+    return {"question": prompt.question, "fingerprint": prompt.fingerprint, "body": prompt.body[:2000],
+            "options": [{"number": o.number, "label": o.label, "kind": o.kind, "key": o.key}
+                        for o in prompt.options]}
+
+
+def guard_error(exc: GuardError) -> RemoteError:
+    """A guard refusal as it travels: kind, the guard's own message, and the prompt now on screen."""
+    kind = next((k for cls, k in _KINDS.items() if isinstance(exc, cls)), None)
+    if kind is None:
+        kind = "agent_exited" if type(exc).__name__ == "AgentExitedError" else "refused"
+    prompt = getattr(exc, "prompt", None)
+    return RemoteError(kind, str(exc), {"prompt": prompt_json(prompt) if isinstance(prompt, Prompt) else None})
+
+
+def no_such_pane(pane_id: str) -> RemoteError:
+    return RemoteError("no_such_pane", f"no pane {pane_id!r} (see `panewatch ls`)")
+
+
+def bad_request(message: str) -> RemoteError:
+    return RemoteError("bad_request", message)
+
+
+def decided_by(card: Card) -> str:
+    """'rule claude.permission-dialog', 'hook: PermissionRequest Bash', 'process: exit code 0'."""
+    source = card.get("source") or "screen"
+    if source == "screen":
+        return f"rule {card['rule']}" if card.get("rule") else "screen (no rule matched)"
+    detail = card.get("detail") or ""
+    return f"{source}: {detail}" if detail else str(source)
+
+
+def format_duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
+
+
+def in_state(card: Card, now: float | None = None) -> float:
+    return max(0.0, (time.time() if now is None else now) - float(card.get("since") or 0.0))
+
+
+STATE_ORDER = {"blocked": 0, "working": 1, "idle": 2, "exited": 3}
+
+
+def sort_key(card: Card) -> tuple[int, float, str]:
+    """Blocked first (longest waiting first), then working, idle, exited."""
+    return STATE_ORDER.get(str(card.get("state")), 9), float(card.get("since") or 0.0), str(card.get("id"))

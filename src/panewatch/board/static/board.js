@@ -1,0 +1,344 @@
+// The sessions board: one card per pane, pushed over a websocket (never polled).
+// Everything from a pane (names, prompts, screen text) is untrusted: it only ever goes into
+// textContent, never into HTML.
+
+const STATES = ["blocked", "working", "idle", "exited"];
+const RECONNECT_MAX = 5000;
+
+const cards = new Map();   // id -> card (as the daemon sent it)
+const nodes = new Map();   // id -> card element
+const ui = new Map();      // id -> {pending, message, busy}: what the user is doing on a card
+const lastNotified = new Map();
+const pendingReplies = new Map();
+const renderLog = [];      // {id, state, since, shown}: when a state reached the screen (benchmarks read it)
+let notifyCooldown = 30;
+let ws = null;
+let rid = 0;
+let failures = 0;
+let firstLoad = true;
+let view = null;           // the terminal view module, loaded on first use
+
+window.panewatchBoard = { cards, renderLog, send, request };
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children) if (child) node.append(child);
+  return node;
+}
+
+export function duration(seconds) {
+  seconds = Math.max(0, Math.floor(seconds));
+  if (seconds < 60) return `${seconds}s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m ${String(seconds % 60).padStart(2, "0")}s`;
+  return `${Math.floor(seconds / 3600)}h ${String(Math.floor(seconds / 60) % 60).padStart(2, "0")}m`;
+}
+
+function decidedBy(card) {
+  const source = card.source || "screen";
+  if (source === "screen") return card.rule ? `rule ${card.rule}` : "screen (no rule matched)";
+  return card.detail ? `${source}: ${card.detail}` : source;
+}
+
+function shortPath(path) {
+  return (path || "").replace(/^\/(home\/[^/]+|root)(?=\/|$)/, "~");
+}
+
+// -- the websocket --------------------------------------------------------------------------------
+
+function connect() {
+  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`;
+  ws = new WebSocket(url);
+  ws.binaryType = "arraybuffer";
+  setConn("connecting", "connecting…");
+  ws.onopen = () => {
+    failures = 0;
+    setConn("live", "live");
+    if (view) view.reopen();
+  };
+  ws.onmessage = (event) => {
+    if (typeof event.data !== "string") {
+      if (view) view.frame(event.data);
+      return;
+    }
+    const msg = JSON.parse(event.data);
+    if (msg.op === "cards") applyCards(msg);
+    else if (msg.op === "result") onResult(msg);
+    else if (msg.op === "hello") notifyCooldown = msg.cooldown ?? notifyCooldown;
+  };
+  ws.onclose = () => {
+    ws = null;
+    for (const [, reject] of pendingReplies) reject({ ok: false, error: "disconnected", message: "connection lost" });
+    pendingReplies.clear();
+    failures += 1;
+    setConn("down", "reconnecting…");
+    if (failures >= 2) checkSignedIn();
+    setTimeout(connect, Math.min(RECONNECT_MAX, 250 * 2 ** failures));
+  };
+}
+
+async function checkSignedIn() {
+  try {
+    const response = await fetch("/api/cards", { credentials: "same-origin" });
+    if (response.status === 401 || response.status === 403) {
+      setConn("down", "signed out");
+      showBanner("This board's daemon restarted (or the link is old): run `panewatch board` for a new link.");
+    }
+  } catch {
+    setConn("down", "daemon not reachable");
+    showBanner("The panewatch daemon is not reachable. Start it with `panewatch serve` (or `panewatch board`).");
+  }
+}
+
+function setConn(kind, text) {
+  const node = $("conn");
+  node.dataset.conn = kind;
+  node.textContent = text;
+  if (kind === "live") $("banner").hidden = true;
+}
+
+function showBanner(text) {
+  const node = $("banner");
+  node.textContent = text;
+  node.hidden = false;
+}
+
+function send(msg) {
+  if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg));
+}
+
+function request(msg) {
+  return new Promise((resolve, reject) => {
+    if (!ws || ws.readyState !== WebSocket.OPEN) {
+      reject({ ok: false, error: "disconnected", message: "not connected to the daemon" });
+      return;
+    }
+    const id = ++rid;
+    pendingReplies.set(id, (reply) => (reply.ok ? resolve : reject)(reply));
+    ws.send(JSON.stringify({ ...msg, rid: id }));
+  });
+}
+
+function onResult(msg) {
+  const settle = pendingReplies.get(msg.rid);
+  if (settle) {
+    pendingReplies.delete(msg.rid);
+    settle(msg);
+  }
+}
+
+// -- cards ----------------------------------------------------------------------------------------
+
+function applyCards(msg) {
+  if (msg.full) {
+    for (const id of [...cards.keys()]) if (!msg.cards.some((c) => c.id === id)) removeCard(id);
+  }
+  for (const card of msg.cards) {
+    const old = cards.get(card.id);
+    cards.set(card.id, card);
+    reconcile(card, old);
+    renderCard(card);
+    if (!old || old.state !== card.state) {
+      const entry = { id: card.id, state: card.state, since: card.since, received: Date.now(), shown: null };
+      requestAnimationFrame(() => { entry.shown = Date.now(); });
+      renderLog.push(entry);
+      if (renderLog.length > 20000) renderLog.splice(0, 10000);
+      if (card.state === "blocked" && !firstLoad && (!old || old.state !== "blocked")) notify(card);
+    }
+  }
+  for (const id of msg.gone) removeCard(id);
+  firstLoad = false;
+  reorder();
+  summarize();
+  if (view) view.cardChanged(msg.cards);
+}
+
+// A confirmation is bound to the prompt the user saw: if that prompt changed or went away, drop it.
+function reconcile(card, old) {
+  const state = ui.get(card.id);
+  if (!state || !state.pending) return;
+  const fingerprint = card.prompt ? card.prompt.fingerprint : null;
+  if (card.state !== "blocked") {
+    state.pending = null;
+    state.message = { kind: "warn", text: "The prompt went away before you confirmed; nothing was sent." };
+  } else if (fingerprint !== state.pending.fingerprint) {
+    state.pending = null;
+    state.message = { kind: "warn", text: "The prompt changed before you confirmed; nothing was sent. Check the new prompt." };
+  }
+}
+
+function removeCard(id) {
+  cards.delete(id);
+  ui.delete(id);
+  const node = nodes.get(id);
+  if (node) node.remove();
+  nodes.delete(id);
+}
+
+function uiState(id) {
+  if (!ui.has(id)) ui.set(id, { pending: null, message: null, busy: false });
+  return ui.get(id);
+}
+
+function renderCard(card) {
+  const state = uiState(card.id);
+  const since = el("span", { class: "since", "data-since": card.since, text: duration(Date.now() / 1000 - card.since) });
+  const head = el("div", { class: "card-head" },
+    el("span", { class: "badge", text: card.state.toUpperCase() }),
+    el("span", { class: "name", text: card.name || card.id, title: card.command }),
+    el("span", { class: "pane-id", text: `#${card.id}` }),
+    el("span", { class: "agent", text: card.agent || "agent?" }),
+    since);
+  const meta = el("div", { class: "meta" },
+    el("span", { class: "cwd", text: shortPath(card.cwd), title: card.cwd }),
+    el("span", { class: "decided", text: decidedBy(card) }));
+  const body = [head, meta];
+  if (card.state === "blocked") body.push(renderPrompt(card, state));
+  if (state.message) body.push(el("div", { class: `message message-${state.message.kind}`, role: "status", text: state.message.text }));
+  const actions = el("div", { class: "actions" },
+    el("button", { type: "button", class: "open-view", onclick: () => openView(card.id), text: "Terminal" }));
+  if (card.state === "exited") {
+    actions.append(el("button", { type: "button", class: "dismiss", text: "Dismiss",
+      onclick: () => request({ op: "dismiss", pane: card.id }).catch((e) => say(card.id, "error", e.message)) }));
+  }
+  body.push(actions);
+  let node = nodes.get(card.id);
+  if (!node) {
+    node = el("article", { class: "card", "data-id": card.id });
+    nodes.set(card.id, node);
+    $("cards").append(node);
+  }
+  node.dataset.state = card.state;
+  node.className = `card state-${card.state}`;
+  node.replaceChildren(...body);
+  applyFilter(node, card);
+}
+
+function renderPrompt(card, state) {
+  const prompt = card.prompt || { question: "", options: [], fingerprint: "" };
+  const box = el("div", { class: "prompt", "data-fingerprint": prompt.fingerprint },
+    el("div", { class: "question", text: prompt.question || "(the question is not on screen)" }));
+  if (prompt.body) box.append(el("div", { class: "prompt-body", text: prompt.body }));
+  const options = el("div", { class: "options" });
+  for (const option of prompt.options) {
+    const chosen = state.pending && state.pending.number === option.number;
+    options.append(el("button", {
+      type: "button", class: `option kind-${option.kind}${chosen ? " chosen" : ""}`, "data-option": option.number,
+      disabled: state.busy, text: `${option.number}. ${option.label}`,
+      onclick: () => {
+        state.pending = { number: option.number, label: option.label, fingerprint: prompt.fingerprint };
+        state.message = null;
+        renderCard(cards.get(card.id));
+      },
+    }));
+  }
+  if (!prompt.options.length) options.append(el("span", { class: "no-options", text: "No options found on screen: open the terminal to see it." }));
+  box.append(options);
+  if (state.pending) {
+    box.append(el("div", { class: "confirm", role: "alertdialog" },
+      el("span", { text: `Answer “${state.pending.number}. ${state.pending.label}”?` }),
+      el("button", { type: "button", class: "confirm-yes", onclick: () => confirmAnswer(card.id), text: "Confirm answer" }),
+      el("button", { type: "button", class: "confirm-no", text: "Cancel",
+        onclick: () => { state.pending = null; renderCard(cards.get(card.id)); } })));
+  }
+  return box;
+}
+
+async function confirmAnswer(id) {
+  const state = uiState(id);
+  const pending = state.pending;
+  if (!pending) return;
+  state.pending = null;
+  state.busy = true;
+  state.message = { kind: "info", text: `Sending ${pending.number}. ${pending.label}…` };
+  renderCard(cards.get(id));
+  try {
+    const reply = await request({ op: "answer", pane: id, option: String(pending.number), fingerprint: pending.fingerprint });
+    state.message = { kind: "ok", text: reply.cleared ? `Answered ${pending.number}. ${pending.label}.`
+      : `Typed ${pending.number}. ${pending.label}; the prompt is still on screen.` };
+  } catch (reply) {
+    state.message = { kind: "error", text: refusal(reply) };
+  }
+  state.busy = false;
+  if (cards.has(id)) renderCard(cards.get(id));
+}
+
+function refusal(reply) {
+  if (reply.error === "prompt_changed") return "Refused: the prompt changed since you saw it. Nothing was typed; check the new prompt.";
+  if (reply.error === "not_blocked") return "Refused: the pane is no longer waiting on this prompt. Nothing was typed.";
+  return `Refused: ${reply.message || reply.error}`;
+}
+
+function say(id, kind, text) {
+  uiState(id).message = { kind, text };
+  if (cards.has(id)) renderCard(cards.get(id));
+}
+
+function reorder() {
+  const sorted = [...cards.values()].sort((a, b) =>
+    STATES.indexOf(a.state) - STATES.indexOf(b.state) || a.since - b.since || String(a.id).localeCompare(String(b.id)));
+  sorted.forEach((card, index) => {
+    const node = nodes.get(card.id);
+    if (node && node.style.order !== String(index)) node.style.order = String(index);
+  });
+}
+
+function summarize() {
+  const counts = Object.fromEntries(STATES.map((s) => [s, 0]));
+  for (const card of cards.values()) counts[card.state] = (counts[card.state] || 0) + 1;
+  const parts = STATES.filter((s) => counts[s]).map((s) => el("span", { class: `count count-${s}`, text: `${counts[s]} ${s}` }));
+  $("summary").replaceChildren(...parts);
+  $("empty").hidden = cards.size > 0;
+  document.title = counts.blocked ? `(${counts.blocked}) ${counts.blocked === 1 ? "pane needs" : "panes need"} you · panewatch` : "panewatch board";
+}
+
+function tick() {
+  const now = Date.now() / 1000;
+  for (const node of document.querySelectorAll(".since")) node.textContent = duration(now - Number(node.dataset.since));
+}
+
+// -- filter, notifications, terminal view ---------------------------------------------------------
+
+function applyFilter(node, card) {
+  const words = $("filter").value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+  const hay = [card.name, card.agent, card.cwd, card.state, card.id, card.command].join(" ").toLowerCase();
+  node.hidden = !words.every((w) => hay.includes(w));
+}
+
+function notify(card) {
+  if (!("Notification" in window) || Notification.permission !== "granted") return;
+  const now = Date.now();
+  if (now - (lastNotified.get(card.id) || 0) < notifyCooldown * 1000) return;
+  lastNotified.set(card.id, now);
+  const question = card.prompt && card.prompt.question ? card.prompt.question : "waiting for you";
+  const note = new Notification(`${card.name || card.id} is blocked`, { body: `${card.agent || "agent"}: ${question}`, tag: `panewatch-${card.id}` });
+  note.onclick = () => { window.focus(); const node = nodes.get(card.id); if (node) node.scrollIntoView({ block: "center" }); };
+}
+
+function setupNotifications() {
+  const button = $("notify");
+  if (!("Notification" in window) || Notification.permission !== "default") return;
+  button.hidden = false;
+  button.onclick = async () => {
+    await Notification.requestPermission();
+    button.hidden = Notification.permission !== "default";
+  };
+}
+
+async function openView(id) {
+  if (!view) view = await import("./term.js");
+  view.open(id, { cards, send, request });
+}
+
+$("filter").addEventListener("input", () => { for (const [id, node] of nodes) applyFilter(node, cards.get(id)); });
+setupNotifications();
+setInterval(tick, 1000);
+connect();

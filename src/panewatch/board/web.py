@@ -1,0 +1,96 @@
+"""The board's HTTP side (aiohttp): the page, its static files, the websocket, all behind `Access`.
+
+Every request passes `guard` first (see security.py for the why of each check):
+
+    bad Host                       → 421
+    foreign Origin                 → 403
+    websocket without Origin       → 403
+    not GET/HEAD                   → 405
+    /?token=RIGHT                  → 303 to / with the session cookie
+    /?token=WRONG                  → 403
+    no (or a wrong) cookie         → 401
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from panewatch.board.security import SECURITY_HEADERS, Access
+
+if TYPE_CHECKING:
+    from panewatch.board.daemon import Daemon
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+mimetypes.add_type("text/javascript", ".mjs")  # module scripts must be served as JavaScript
+STATIC = Path(str(resources.files("panewatch.board") / "static"))
+_DENIED_PAGE = """<!doctype html><meta charset="utf-8"><title>panewatch board</title>
+<body style="font-family:sans-serif;margin:3em"><h1>panewatch board: {title}</h1><p>{text}</p></body>"""
+
+
+def _denied(status: int, title: str, text: str) -> web.Response:
+    return web.Response(status=status, text=_DENIED_PAGE.format(title=title, text=text), content_type="text/html")
+
+
+def make_app(daemon: Daemon, access: Access) -> web.Application:
+    @web.middleware
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            response = await _check(request, handler)
+        except web.HTTPException as exc:  # 404s and the like: the same headers
+            for name, value in SECURITY_HEADERS.items():
+                exc.headers.setdefault(name, value)
+            raise
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        return response
+
+    async def _check(request: web.Request, handler: Handler) -> web.StreamResponse:
+        daemon.stats["requests"] += 1
+        if not access.host_ok(request.headers.get("Host")):
+            daemon.stats["refused_host"] += 1
+            return _denied(421, "wrong host", "This board only answers to its own loopback address.")
+        is_ws = request.headers.get("Upgrade", "").lower() == "websocket"
+        if not access.origin_ok(request.headers.get("Origin"), required=is_ws):
+            daemon.stats["refused_origin"] += 1
+            return _denied(403, "cross-site request refused", "Requests from other sites are not accepted.")
+        if request.method not in ("GET", "HEAD"):
+            return _denied(405, "method not allowed", "The board takes no requests but GET.")
+        if "token" in request.query:
+            if request.path != "/" or not access.token_ok(request.query.get("token")):
+                daemon.stats["refused_token"] += 1
+                return _denied(403, "wrong token", "This link is not valid (any more): run "
+                                                   "<code>panewatch board</code> for the current one.")
+            response = web.Response(status=303, headers={"Location": "/"})
+            response.set_cookie(access.cookie_name, access.cookie_value, httponly=True, samesite="Strict", path="/")
+            return response
+        if not access.cookie_ok(request.cookies.get(access.cookie_name)):
+            daemon.stats["refused_cookie"] += 1
+            return _denied(401, "not signed in", "Open the link that <code>panewatch board</code> prints "
+                                                 "(it carries this board's secret).")
+        return await handler(request)
+
+    async def index(request: web.Request) -> web.StreamResponse:
+        return web.FileResponse(STATIC / "index.html")
+
+    async def cards(request: web.Request) -> web.StreamResponse:
+        return web.json_response({"cards": daemon.hub.cards()}, dumps=lambda o: json.dumps(o, ensure_ascii=False))
+
+    async def websocket(request: web.Request) -> web.StreamResponse:
+        from panewatch.board.wsession import BoardSession
+
+        return await BoardSession(daemon, request).run()
+
+    app = web.Application(middlewares=[guard], client_max_size=64 * 1024)
+    app.router.add_get("/", index)
+    app.router.add_get("/api/cards", cards)
+    app.router.add_get("/ws", websocket)
+    app.router.add_static("/static/", STATIC, follow_symlinks=False)
+    return app

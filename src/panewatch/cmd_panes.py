@@ -1,0 +1,221 @@
+"""Pane commands against the daemon: `ls`, `new`, `send`, `answer`, `attach`, `kill`.
+
+Every pane is named by its id (or its name, when unique) as `panewatch ls` shows it. Typing into a
+pane goes through the input guard in the process that owns the pane: `send` is refused with the
+prompt shown while the pane is blocked, and `answer` is bound to the fingerprint of the prompt the
+user saw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from panewatch.board import client
+from panewatch.board.model import Card, decided_by, format_duration, in_state
+from panewatch.board.rpc import RemoteError
+
+
+def register(subparsers: Any) -> None:
+    ls = subparsers.add_parser("ls", help="list the panes the board knows (blocked first)")
+    ls.add_argument("--json", action="store_true", help="one JSON object: {\"panes\": [CARD, ...]}")
+    ls.set_defaults(func=cmd_ls)
+
+    new = subparsers.add_parser("new", help="start CMD in a new headless pane owned by the daemon")
+    new.add_argument("--name", help="the pane's name on the board (default: the command's name)")
+    new.add_argument("--cwd", type=Path, help="working directory (default: this one)")
+    new.add_argument("--agent", metavar="ID", help="the agent's manifest id (default: identified live)")
+    new.add_argument("--size", default="120x32", metavar="COLSxROWS", help="terminal size (default 120x32)")
+    new.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ...")
+    new.set_defaults(func=cmd_new)
+
+    send = subparsers.add_parser("send", help="type TEXT (and Enter) into a pane; refused while it is blocked")
+    send.add_argument("pane", metavar="ID")
+    send.add_argument("text", nargs="+", metavar="TEXT")
+    send.add_argument("--no-enter", action="store_true", help="do not press Enter after the text")
+    send.set_defaults(func=cmd_send)
+
+    answer = subparsers.add_parser("answer", help="answer a blocked pane's prompt, after showing it and "
+                                                  "asking for confirmation")
+    answer.add_argument("pane", metavar="ID")
+    answer.add_argument("option", metavar="OPTION", help="number, key, kind (allow_once, reject…) or label")
+    answer.add_argument("--yes", action="store_true", help="do not ask (requires --fingerprint)")
+    answer.add_argument("--fingerprint", metavar="FP", help="the fingerprint of the prompt being answered "
+                                                            "(as `panewatch ls` shows it)")
+    answer.set_defaults(func=cmd_answer)
+
+    attach = subparsers.add_parser("attach", help="this terminal becomes the pane until the detach key")
+    attach.add_argument("pane", metavar="ID")
+    attach.add_argument("--detach-key", default="^\\", metavar="KEY",
+                        help="the key that detaches: ^\\ (Ctrl-\\, the default) or ^] (Ctrl-])")
+    attach.set_defaults(func=cmd_attach)
+
+    kill = subparsers.add_parser("kill", help="end a headless pane, or remove an exited pane from the board")
+    kill.add_argument("pane", metavar="ID")
+    kill.set_defaults(func=cmd_kill)
+
+
+def _fail(command: str, exc: RemoteError) -> int:
+    print(f"panewatch {command}: {exc}", file=sys.stderr)
+    return 1
+
+
+def prompt_lines(prompt: dict[str, Any] | None, indent: str = "    ") -> list[str]:
+    if not prompt:
+        return [f"{indent}(no prompt parsed from the screen)"]
+    lines = [f"{indent}{prompt.get('question') or '(question not on screen)'}"]
+    if prompt.get("body"):
+        lines.append(f"{indent}  {prompt['body'][:200]}")
+    lines += [f"{indent}  {o['number']}. {o['label']}" for o in prompt.get("options", [])]
+    lines.append(f"{indent}  fingerprint {prompt.get('fingerprint')}")
+    return lines
+
+
+def _short_path(path: str) -> str:
+    home = str(Path.home())
+    return "~" + path[len(home):] if path == home or path.startswith(home + os.sep) else path
+
+
+def cmd_ls(ns: argparse.Namespace) -> int:
+    try:
+        cards: list[Card] = asyncio.run(client.call("list"))["cards"]
+    except RemoteError as exc:
+        return _fail("ls", exc)
+    if ns.json:
+        print(json.dumps({"panes": cards}, ensure_ascii=False))
+        return 0
+    if not cards:
+        print("no panes (start one with `panewatch run -- CMD` or `panewatch new -- CMD`)")
+        return 0
+    rows = [("ID", "NAME", "AGENT", "STATE", "FOR", "CWD", "DECIDED BY")]
+    for card in cards:
+        rows.append((str(card["id"]), str(card.get("name", ""))[:24], card.get("agent") or "-", str(card["state"]),
+                     format_duration(in_state(card)), _short_path(str(card.get("cwd", ""))), decided_by(card)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for i, row in enumerate(rows):
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1])
+        if i and cards[i - 1]["state"] == "blocked":
+            print("\n".join(prompt_lines(cards[i - 1].get("prompt"))))
+    return 0
+
+
+def cmd_new(ns: argparse.Namespace) -> int:
+    argv = list(ns.command)
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    if not argv:
+        print("panewatch new: no command given (usage: panewatch new [--name N] [--cwd DIR] -- CMD ...)",
+              file=sys.stderr)
+        return 2
+    try:
+        cols, rows = (int(x) for x in ns.size.lower().split("x"))
+    except ValueError:
+        print(f"panewatch new: --size {ns.size!r} is not COLSxROWS", file=sys.stderr)
+        return 2
+    cwd = str((ns.cwd or Path.cwd()).resolve())
+    try:
+        card = asyncio.run(client.call("new", autostart=True, argv=argv, name=ns.name, cwd=cwd, env=dict(os.environ),
+                                       agent=ns.agent, cols=cols, rows=rows))["card"]
+    except RemoteError as exc:
+        return _fail("new", exc)
+    print(card["id"])
+    return 0
+
+
+def cmd_send(ns: argparse.Namespace) -> int:
+    try:
+        asyncio.run(client.call("send", pane=ns.pane, text=" ".join(ns.text), enter=not ns.no_enter))
+    except RemoteError as exc:
+        if exc.kind == "pane_blocked":
+            print(f"panewatch send: pane {ns.pane} is blocked on a prompt; nothing was typed:", file=sys.stderr)
+            print("\n".join(prompt_lines(exc.data.get("prompt"))), file=sys.stderr)
+            print(f"answer it with: panewatch answer {ns.pane} OPTION", file=sys.stderr)
+            return 1
+        return _fail("send", exc)
+    return 0
+
+
+def _choose(prompt: dict[str, Any], option: str) -> dict[str, Any] | None:
+    """The option `option` names, as Prompt.option() would pick it (number, kind, key, label)."""
+    options: list[dict[str, Any]] = prompt.get("options", [])
+    text = option.strip()
+    for test in (lambda o: str(o["number"]) == text, lambda o: o["kind"] == text, lambda o: o["key"] == text,
+                 lambda o: o["label"].casefold() == text.casefold()):
+        found = [o for o in options if test(o)]
+        if found:
+            return found[0]
+    return None
+
+
+def cmd_answer(ns: argparse.Namespace) -> int:
+    if ns.yes and not ns.fingerprint:
+        print("panewatch answer: --yes needs --fingerprint FP (the prompt you decided on; `panewatch ls` shows it)",
+              file=sys.stderr)
+        return 2
+    try:
+        card: Card = asyncio.run(client.call("prompt", pane=ns.pane))["card"]
+    except RemoteError as exc:
+        return _fail("answer", exc)
+    if card["state"] != "blocked":
+        print(f"panewatch answer: pane {card['id']} is {card['state']}, not blocked: there is no prompt to answer",
+              file=sys.stderr)
+        return 1
+    prompt = card.get("prompt") or {}
+    print(f"pane {card['id']} ({card.get('name')}, {card.get('agent') or 'agent unknown'}) asks:")
+    print("\n".join(prompt_lines(prompt)))
+    chosen = _choose(prompt, ns.option)
+    if chosen is None:
+        print(f"panewatch answer: the prompt has no option {ns.option!r}", file=sys.stderr)
+        return 1
+    fingerprint = ns.fingerprint or prompt.get("fingerprint", "")
+    if not ns.yes:
+        if not sys.stdin.isatty():
+            print("panewatch answer: not asking without a terminal: pass --yes --fingerprint "
+                  f"{prompt.get('fingerprint')}", file=sys.stderr)
+            return 2
+        reply = input(f"Answer {chosen['number']}. {chosen['label']!r}? [y/N] ").strip().lower()
+        if reply not in ("y", "yes"):
+            print("not answered")
+            return 1
+    try:
+        result = asyncio.run(client.call("answer", pane=card["id"], option=str(chosen["number"]),
+                                         fingerprint=fingerprint))
+    except RemoteError as exc:
+        if exc.kind == "prompt_changed":
+            print("panewatch answer: refused: the prompt changed since it was shown; nothing was typed. "
+                  "Now on screen:", file=sys.stderr)
+            print("\n".join(prompt_lines(exc.data.get("prompt"))), file=sys.stderr)
+            return 1
+        return _fail("answer", exc)
+    cleared = "the prompt cleared" if result.get("cleared") else "the prompt is still on screen"
+    print(f"answered {result['option']['number']}. {result['option']['label']}: {cleared}, pane is {result['state']}")
+    return 0
+
+
+def cmd_attach(ns: argparse.Namespace) -> int:
+    from panewatch.board.attach import DETACH_KEYS, attach
+
+    key = DETACH_KEYS.get(ns.detach_key)
+    if key is None:
+        print(f"panewatch attach: --detach-key must be one of {', '.join(DETACH_KEYS)}", file=sys.stderr)
+        return 2
+    try:
+        return attach(ns.pane, key, ns.detach_key)
+    except RemoteError as exc:
+        return _fail("attach", exc)
+
+
+def cmd_kill(ns: argparse.Namespace) -> int:
+    try:
+        asyncio.run(client.call("close", pane=ns.pane))
+    except RemoteError as exc:
+        return _fail("kill", exc)
+    return 0
+
+
+

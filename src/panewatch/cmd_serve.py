@@ -1,0 +1,120 @@
+"""`panewatch serve` (the daemon behind the board) and `panewatch board` (print and open its URL)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+import webbrowser
+from typing import Any
+
+from panewatch.board import client
+from panewatch.board.rpc import RemoteError
+
+EXIT_ALREADY_RUNNING = 3  # client.py's starter treats this one as "someone else started it: wait"
+
+
+def register(subparsers: Any) -> None:
+    serve = subparsers.add_parser(
+        "serve", help="run the sessions board daemon (one per user) in the foreground",
+        description="Run the daemon that every `panewatch run` registers with, that owns headless panes "
+                    "(`panewatch new`) and serves the sessions board on loopback. `panewatch board` and "
+                    "`panewatch run` start it in the background when needed.")
+    serve.add_argument("--port", type=int, default=int(os.environ.get("PANEWATCH_BOARD_PORT") or 0),
+                       help="the board's TCP port (default: $PANEWATCH_BOARD_PORT, else any free port)")
+    serve.add_argument("--host", default="127.0.0.1", help="a loopback address (default 127.0.0.1); "
+                                                           "other addresses are refused")
+    serve.add_argument("--idle-exit", type=float, metavar="SECONDS",
+                       help="exit after this long with no pane, no board tab and no client")
+    serve.add_argument("--quiet", action="store_true", help="do not print the board's URL")
+    serve.add_argument("--stop", action="store_true", help="ask the running daemon to exit, and wait for it")
+    serve.set_defaults(func=cmd_serve)
+
+    board = subparsers.add_parser("board", help="print (and open) the sessions board's URL, starting the "
+                                                "daemon if needed")
+    board.add_argument("--no-open", action="store_true", help="print the URL only, do not open a browser")
+    board.add_argument("--json", action="store_true", help="print {url, pid, port, panes} as JSON")
+    board.set_defaults(func=cmd_board)
+
+
+def cmd_serve(ns: argparse.Namespace) -> int:
+    if ns.stop:
+        return _stop()
+    from panewatch.board.daemon import AlreadyRunning, Daemon
+
+    logging.basicConfig(level=logging.WARNING if ns.quiet else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s panewatch serve: %(message)s")
+    try:
+        daemon = Daemon(host=ns.host, port=ns.port, idle_exit=ns.idle_exit)
+    except ValueError as exc:
+        print(f"panewatch serve: {exc}", file=sys.stderr)
+        return 2
+
+    async def main() -> int:
+        try:
+            await daemon.start()
+        except AlreadyRunning as exc:
+            print(f"panewatch serve: {exc} (`panewatch board` prints its URL)", file=sys.stderr)
+            return EXIT_ALREADY_RUNNING
+        except OSError as exc:
+            print(f"panewatch serve: cannot listen on {ns.host}:{ns.port}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.add_signal_handler(sig, daemon.stop)
+        if not ns.quiet:
+            print(f"panewatch board: {daemon.url}", flush=True)
+        try:
+            await daemon.wait()
+        finally:
+            await daemon.close()
+        return 0
+
+    return asyncio.run(main())
+
+
+def _stop() -> int:
+    async def stop() -> int:
+        try:
+            info = await client.call("info")
+            await client.call("shutdown")
+        except RemoteError as exc:
+            print(f"panewatch serve --stop: {exc}", file=sys.stderr)
+            return 1
+        for _ in range(100):  # the socket goes away as it exits
+            try:
+                await client.call("ping", timeout=1.0)
+            except RemoteError:
+                print(f"panewatch daemon {info.get('pid')} stopped")
+                return 0
+            await asyncio.sleep(0.05)
+        print("panewatch serve --stop: the daemon did not exit within 5 s", file=sys.stderr)
+        return 1
+
+    return asyncio.run(stop())
+
+
+def cmd_board(ns: argparse.Namespace) -> int:
+    try:
+        info = client.ensure_daemon()
+    except RemoteError as exc:
+        print(f"panewatch board: {exc}", file=sys.stderr)
+        return 1
+    if ns.json:
+        print(json.dumps({k: info.get(k) for k in ("url", "pid", "port", "panes")}))
+    else:
+        print(info["url"])
+    if not ns.no_open and not ns.json and _has_gui():
+        with contextlib.suppress(Exception):  # no browser after all: the printed URL is the way in
+            webbrowser.open(info["url"])
+    return 0
+
+
+def _has_gui() -> bool:
+    """Only open a graphical browser: a console one would take over this terminal."""
+    return sys.platform == "darwin" or bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
