@@ -26,7 +26,7 @@ from panewatch.classify import Verdict
 from panewatch.combine import PaneState, Report, combine
 from panewatch.detector import PaneDetector
 from panewatch.manifest import Manifest, ManifestError, ManifestSet, load_all
-from panewatch.policy import ChangeDrivenSchedule, PolicyConfig
+from panewatch.policy import ChangeDrivenSchedule, PolicyConfig, Schedule
 from panewatch.procinfo import Foreground, ForegroundTracker
 from panewatch.pty_session import PtySession
 from panewatch.screen import Screen, Snapshot
@@ -171,10 +171,12 @@ class LivePane:
         headless: bool = True,
         manifests: ManifestWatcher | None = None,
         policy: PolicyConfig | None = None,
+        schedule: Callable[[float], Schedule] | None = None,
         record: IO[str] | None = None,
         events: IO[str] | None = None,
         on_output: Callable[[bytes], None] | None = None,
         wall: Callable[[], float] = time.time,
+        tcattrs: list[Any] | None = None,
     ) -> None:
         self.argv = list(argv)
         self.pane_id = pane_id
@@ -183,8 +185,10 @@ class LivePane:
         self.watcher = manifests or ManifestWatcher()
         self.on_output = on_output
         self._wall = wall
-        self._env, self._cwd = env, cwd
-        self._policy = policy
+        self._env, self._cwd, self._tcattrs = env, cwd, tcattrs
+        # The timing policy, built at start on the loop's clock (`schedule(start)`, e.g. a benchmark's
+        # FixedSweepSchedule); by default ours with `policy`.
+        self._schedule = schedule or (lambda start: ChangeDrivenSchedule(policy, start=start))
         self._cols, self._rows = cols, rows
         self.screen = Screen(cols, rows)
         self.detector = PaneDetector(self.watcher.current, self.screen, agent_id=agent)
@@ -217,9 +221,9 @@ class LivePane:
         loop = self._loop = asyncio.get_running_loop()
         now = loop.time()
         self._last_output = self._screen_changed_at = now
-        self.detector.schedule = ChangeDrivenSchedule(self._policy, start=now)
+        self.detector.schedule = self._schedule(now)
         self._session = PtySession(self.argv, cols=self._cols, rows=self._rows, env=self._env, cwd=self._cwd,
-                                   on_output=self._on_output)
+                                   on_output=self._on_output, tcattrs=self._tcattrs)
         if self.headless:  # no outer terminal answers DA1/DSR here; agents stall without the reply
             self.screen.on_reply(self._session.write)
         if self._record_fh is not None:

@@ -20,6 +20,7 @@ import subprocess
 import termios
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import psutil
 
@@ -62,6 +63,7 @@ class PtySession:
         cwd: str | os.PathLike[str] | None = None,
         on_output: OutputHandler | None = None,
         on_eof: EofHandler | None = None,
+        tcattrs: list[Any] | None = None,
     ) -> None:
         if not argv:
             raise ValueError("empty command")
@@ -72,6 +74,8 @@ class PtySession:
         master, slave = os.openpty()
         try:
             set_winsize(master, cols, rows)
+            if tcattrs is not None:  # the outer terminal's modes (erase key, iutf8 …), as script(1) does
+                termios.tcsetattr(slave, termios.TCSANOW, tcattrs)
             self._proc = subprocess.Popen(
                 self.argv, stdin=slave, stdout=slave, stderr=slave, env=None if env is None else dict(env),
                 cwd=cwd, start_new_session=True, preexec_fn=_take_controlling_tty, close_fds=True,

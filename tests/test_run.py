@@ -1,0 +1,214 @@
+"""`panewatch run -- CMD` driven inside a real outer PTY that the test owns, as a user's terminal would."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import termios
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from fake_claude import FAKE
+from panewatch.cmd_run import OutputGate, _utf8_incomplete
+from panewatch.pty_session import set_winsize
+
+TIMEOUT = 15.0
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _ctty() -> None:
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class Outer:
+    """A terminal emulator's side of a pty, running `panewatch run ...` as its session leader."""
+
+    def __init__(self, args: list[str], cols: int = 80, rows: int = 24, env: dict[str, str] | None = None) -> None:
+        self.master, self.slave = os.openpty()
+        set_winsize(self.master, cols, rows)
+        self.modes_before = termios.tcgetattr(self.slave)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "panewatch", "run", *args], stdin=self.slave, stdout=self.slave,
+            stderr=self.slave, start_new_session=True, preexec_fn=_ctty, cwd=ROOT,
+            env={**os.environ, "TERM": "xterm-256color", **(env or {})})
+        os.set_blocking(self.master, False)
+        self.out = bytearray()
+
+    def pump(self) -> None:
+        while select.select([self.master], [], [], 0.02)[0]:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            self.out += data
+
+    def text(self) -> str:
+        return self.out.decode("utf-8", "replace")
+
+    def until(self, pred: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
+        deadline = time.monotonic() + timeout
+        while not pred():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what} not reached; output so far: {self.text()[-600:]!r}")
+            self.pump()
+
+    def see(self, needle: str) -> None:
+        self.until(lambda: needle in self.text(), repr(needle))
+
+    def type(self, data: bytes) -> None:
+        os.write(self.master, data)
+
+    def modes(self) -> list[object]:
+        return termios.tcgetattr(self.slave)
+
+    def wait(self) -> int:
+        self.until(lambda: self.proc.poll() is not None, "panewatch exit")
+        self.pump()
+        return self.proc.returncode
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self.master)
+        os.close(self.slave)
+
+
+@pytest.fixture
+def outer_factory() -> Iterator[Callable[..., Outer]]:
+    made: list[Outer] = []
+
+    def make(*args: str, cols: int = 80, rows: int = 24) -> Outer:
+        outer = Outer(list(args), cols=cols, rows=rows)
+        made.append(outer)
+        return outer
+
+    yield make
+    for outer in made:
+        outer.close()
+
+
+def test_exit_code_and_terminal_modes(outer_factory: Callable[..., Outer]) -> None:
+    outer = outer_factory("--", "bash", "-c", "echo ready; read -r line; echo \"got:$line\"; exit 7")
+    outer.see("ready")
+    assert outer.modes() != outer.modes_before  # raw while running: the test below means something
+    outer.type(b"hello\r")
+    outer.see("got:hello")
+    assert outer.wait() == 7
+    assert outer.modes() == outer.modes_before
+
+
+def test_keys_pass_through_byte_for_byte(outer_factory: Callable[..., Outer]) -> None:
+    outer = outer_factory("--", "bash", "-c", "stty raw -echo; echo ready; head -c 10 | od -An -tx1; stty sane")
+    outer.see("ready")
+    outer.type(b"\x1b[A\x03\x1a\x04\xc3\xa9\x7f")  # arrow, ^C, ^Z, ^D, é, DEL: nothing eaten by us
+    outer.type(b"z")
+    outer.see("1b 5b 41 03 1a 04 c3 a9 7f 7a")
+    assert outer.wait() == 0
+
+
+def test_resize_reaches_the_child(outer_factory: Callable[..., Outer]) -> None:
+    outer = outer_factory("--", "bash", "-c", "stty size; trap 'stty size' WINCH; echo ready; "
+                          "while :; do sleep 0.05; done", cols=80, rows=24)
+    outer.see("ready")
+    assert "24 80" in outer.text()
+    set_winsize(outer.master, 101, 33)  # the kernel sends SIGWINCH to panewatch, the outer foreground
+    outer.see("33 101")
+    outer.type(b"\x03")  # ^C as a byte, to the child's pty
+    assert outer.wait() == 130
+    assert outer.modes() == outer.modes_before
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_signal_restores_the_terminal_and_ends_the_child(outer_factory: Callable[..., Outer], sig: int,
+                                                         tmp_path: Path) -> None:
+    marker = f"{300 + sig}.123"
+    outer = outer_factory("--", "bash", "-c", f"echo ready; sleep {marker}; echo never")
+    outer.see("ready")
+    outer.until(lambda: any(marker in p.info["cmdline"] for p in psutil.process_iter(["cmdline"])
+                            if p.info["cmdline"]), "the child's sleep")
+    outer.proc.send_signal(sig)
+    assert outer.wait() == -sig  # panewatch dies of the same signal, as a shell job should
+    assert outer.modes() == outer.modes_before
+    outer.until(lambda: not any(marker in (p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])),
+                "the child gone")
+    assert "never" not in outer.text()
+
+
+def test_events_file_gets_the_state_changes(outer_factory: Callable[..., Outer], tmp_path: Path) -> None:
+    script = tmp_path / "fake_claude.py"
+    script.write_text(FAKE, encoding="utf-8")
+    events = tmp_path / "events.jsonl"
+    record = tmp_path / "rec.cast"
+    config = Path(os.environ["PANEWATCH_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text('[notify]\nbackends = ["terminal"]\nterminal = "osc9"\n', encoding="utf-8")
+    outer = outer_factory("--events", str(events), "--record", str(record), "--pane-id", "t1", "--",
+                          sys.executable, str(script), cols=80, rows=32)
+
+    def states() -> list[str]:
+        if not events.exists():
+            return []
+        return [json.loads(line)["state"] for line in events.read_text(encoding="utf-8").splitlines()]
+
+    outer.until(lambda: states()[-1:] == ["working"], "working")
+    outer.type(b"x")
+    outer.until(lambda: states()[-1:] == ["blocked"], "blocked")
+    outer.see("\x1b]9;")  # the terminal notification reached the outer terminal
+    outer.type(b"1")
+    outer.until(lambda: states()[-1:] == ["idle"], "idle")
+    outer.type(b"x")
+    assert outer.wait() == 0
+    lines = [json.loads(line) for line in events.read_text(encoding="utf-8").splitlines()]
+    assert [e["state"] for e in lines] == ["idle", "working", "blocked", "idle", "exited"]
+    assert [e["source"] for e in lines] == ["screen", "screen", "screen", "screen", "process"]
+    assert {e["pane"] for e in lines} == {"t1"}
+    assert all(isinstance(e["t"], float) and e["t"] > 1e9 for e in lines)
+    notification = outer.text().split("\x1b]9;", 1)[1].split("\x07", 1)[0]
+    assert "needs your answer" in notification and "Do you want to proceed?" in notification
+    header, *rest = record.read_text(encoding="utf-8").splitlines()
+    assert json.loads(header)["width"] == 80
+    assert {json.loads(line)[1] for line in rest} == {"o", "i"}
+
+
+def test_stdin_and_stdout_not_a_terminal() -> None:
+    out = subprocess.run([sys.executable, "-m", "panewatch", "run", "--", "cat"], input=b"one\ntwo\n",
+                         capture_output=True, cwd=ROOT, timeout=60)
+    assert (out.returncode, out.stdout) == (0, b"one\ntwo\n")
+    out = subprocess.run([sys.executable, "-m", "panewatch", "run", "--", "sh", "-c", "exit 4"],
+                         stdin=subprocess.DEVNULL, capture_output=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 4
+    out = subprocess.run([sys.executable, "-m", "panewatch", "run", "--", "no-such-command-xyz"],
+                         stdin=subprocess.DEVNULL, capture_output=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 127 and b"no-such-command-xyz" in out.stderr
+
+
+def test_output_gate_waits_for_sequences_to_end() -> None:
+    read_fd, write_fd = os.pipe()
+    try:
+        gate = OutputGate(write_fd, lambda exc: None)
+        gate.child(b"text \x1b]0;half a ti")
+        assert not gate.clean
+        gate._queued += b"<OWN>"  # what own() queues while CMD is inside a sequence
+        gate.child(b"tle\x07 more \x1b[3")
+        assert not gate.clean
+        gate.child(b"1mred \xe2\x9c")
+        assert not gate.clean  # inside a UTF-8 character
+        gate.child(b"\xb3 done")
+        assert gate.clean
+        assert os.read(read_fd, 1000) == b"text \x1b]0;half a title\x07 more \x1b[31mred \xe2\x9c\xb3 done<OWN>"
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+    assert _utf8_incomplete(b"a\xc3") and not _utf8_incomplete(b"a\xc3\xa9") and not _utf8_incomplete(b"")
