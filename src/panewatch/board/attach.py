@@ -112,6 +112,8 @@ class _Attach:
             return
         with contextlib.suppress(OSError, RemoteError):
             cols, rows = os.get_terminal_size(1)
+            if cols < 10 or rows < 4:  # a terminal that reports no size: keep the pane's own
+                return
             await self._peer.request("resize", pane=self.pane_id, cols=cols, rows=rows)
 
     def _on_key(self) -> None:

@@ -1,0 +1,100 @@
+"""Helpers for the board's tests: a real `panewatch serve` subprocess, the CLI, polling."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+TIMEOUT = 15.0
+AGENT = Path(__file__).parent / "board_agent.py"
+
+
+def wait_for(pred: Callable[[], Any], what: str, timeout: float = TIMEOUT, interval: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not reached within {timeout} s")
+        time.sleep(interval)
+
+
+def cli(*args: str, check: bool = False, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", "panewatch", *args], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=timeout, env={**os.environ, "PANEWATCH_BOARD": "off"})
+    if check and proc.returncode != 0:
+        raise AssertionError(f"panewatch {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@dataclass
+class ServeProcess:
+    proc: subprocess.Popen[str]
+    url: str  # with the token
+
+    @property
+    def base(self) -> str:
+        return self.url.split("?", 1)[0]
+
+    @property
+    def token(self) -> str:
+        return self.url.split("token=", 1)[1]
+
+    @property
+    def port(self) -> int:
+        return int(self.base.rstrip("/").rsplit(":", 1)[1])
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def start_serve(*extra: str) -> ServeProcess:
+    proc = subprocess.Popen([sys.executable, "-m", "panewatch", "serve", *extra], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if not line.startswith("panewatch board: "):
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"panewatch serve did not start: {line!r}")
+    return ServeProcess(proc, line.split(": ", 1)[1])
+
+
+def new_agent(log: Path, name: str = "agent") -> str:
+    """A headless pane running the scripted agent; returns its id."""
+    out = cli("new", "--name", name, "--agent", "claude", "--size", "100x32", "--", sys.executable, str(AGENT),
+              str(log), check=True)
+    return out.stdout.strip()
+
+
+def cards() -> list[dict[str, Any]]:
+    out = cli("ls", "--json", check=True)
+    panes: list[dict[str, Any]] = json.loads(out.stdout)["panes"]
+    return panes
+
+
+def card(pane_id: str) -> dict[str, Any] | None:
+    return next((c for c in cards() if c["id"] == pane_id), None)
+
+
+def wait_state(pane_id: str, state: str, timeout: float = TIMEOUT) -> dict[str, Any]:
+    found: dict[str, Any] = wait_for(lambda: (c := card(pane_id)) is not None and c["state"] == state and c,
+                                     f"pane {pane_id} {state}", timeout, interval=0.1)
+    return found

@@ -1,0 +1,182 @@
+"""The pane commands against a real `panewatch serve`: ls, new, send, answer, attach, kill, board."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import termios
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from boardutil import ServeProcess, card, cli, new_agent, start_serve, wait_for, wait_state
+from panewatch.pty_session import set_winsize
+
+
+@pytest.fixture
+def serve() -> Iterator[ServeProcess]:
+    server = start_serve()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def log_lines(log: Path) -> list[str]:
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def test_commands_without_a_daemon_say_so() -> None:
+    for args in (["ls"], ["send", "1", "hi"], ["answer", "1", "1"], ["kill", "1"], ["serve", "--stop"]):
+        out = cli(*args)
+        assert out.returncode == 1, args
+        assert "daemon is not running" in out.stderr, args
+        assert "Traceback" not in out.stderr
+
+
+def test_single_daemon_board_url_and_stop(serve: ServeProcess) -> None:
+    second = subprocess.run([sys.executable, "-m", "panewatch", "serve"], capture_output=True, text=True, timeout=30)
+    assert second.returncode == 3
+    assert "already running" in second.stderr
+    board = cli("board", "--no-open", check=True)
+    assert board.stdout.strip() == serve.url
+    info = json.loads(cli("board", "--json", check=True).stdout)
+    assert info["url"] == serve.url and info["pid"] == serve.proc.pid and info["panes"] == 0
+    assert cli("ls", check=True).stdout.startswith("no panes")
+    stop = cli("serve", "--stop", check=True)
+    assert f"{serve.proc.pid} stopped" in stop.stdout
+    assert serve.proc.wait(10) == 0
+
+
+def test_new_starts_the_daemon_on_demand(tmp_path: Path) -> None:
+    pane = new_agent(tmp_path / "log")
+    try:
+        assert wait_state(pane, "idle")["name"] == "agent"
+        info = json.loads(cli("board", "--json", check=True).stdout)
+        assert info["panes"] == 1
+    finally:
+        assert cli("serve", "--stop").returncode == 0
+
+
+def test_send_answer_kill(serve: ServeProcess, tmp_path: Path) -> None:
+    log = tmp_path / "agent.log"
+    pane = new_agent(log)
+    first = wait_state(pane, "idle")
+    assert first["agent"] == "claude" and first["origin"] == "headless" and first["cwd"] == os.getcwd()
+    assert first["rule"] == "shortcuts-footer" and first["interactive"] is True
+
+    cli("send", pane, "hello there", check=True)
+    wait_for(lambda: "typed hello there" in log_lines(log), "the text reached the agent")
+    wait_state(pane, "working")
+
+    cli("send", pane, "b", check=True)  # the scripted agent shows its permission dialog
+    blocked = wait_state(pane, "blocked")
+    prompt = blocked["prompt"]
+    assert prompt["question"] == "Do you want to proceed?"
+    assert [o["label"] for o in prompt["options"]] == ["Yes", "Yes, and don't ask again", "No"]
+    assert blocked["interactive"] is False and blocked["rule"]
+    listing = cli("ls", check=True).stdout
+    assert "blocked" in listing and "Do you want to proceed?" in listing and prompt["fingerprint"] in listing
+
+    refused = cli("send", pane, "hello again")
+    assert refused.returncode == 1
+    assert "blocked on a prompt; nothing was typed" in refused.stderr
+    assert "Do you want to proceed?" in refused.stderr and prompt["fingerprint"] in refused.stderr
+    assert not any("hello again" in line for line in log_lines(log))
+
+    no_tty = cli("answer", pane, "1")
+    assert no_tty.returncode == 2 and "Do you want to proceed?" in no_tty.stdout
+    assert "--fingerprint" in cli("answer", pane, "1", "--yes").stderr
+    stale = cli("answer", pane, "1", "--yes", "--fingerprint", "0123456789abcdef")
+    assert stale.returncode == 1 and "the prompt changed" in stale.stderr
+    assert cli("answer", pane, "9", "--yes", "--fingerprint", prompt["fingerprint"]).returncode == 1
+    assert not any(line.startswith("answered") for line in log_lines(log))
+
+    done = cli("answer", pane, "1", "--yes", "--fingerprint", prompt["fingerprint"], check=True)
+    assert "answered 1. Yes: the prompt cleared" in done.stdout
+    assert "answered 1 rm -rf build/" in log_lines(log)
+    wait_state(pane, "idle")
+
+    assert "no pane '99'" in cli("send", "99", "x").stderr
+    assert "no pane 'nope'" in cli("answer", "nope", "1").stderr
+    cli("kill", pane, check=True)
+    wait_for(lambda: card(pane) is None, "the killed pane left the board")
+
+
+def _pty_command(args: list[str]) -> tuple[subprocess.Popen[bytes], int]:
+    master, slave = os.openpty()
+    termios.tcsetattr(slave, termios.TCSANOW, termios.tcgetattr(slave))
+    proc = subprocess.Popen([sys.executable, "-m", "panewatch", *args], stdin=slave, stdout=slave, stderr=slave,
+                            start_new_session=True, env={**os.environ, "PANEWATCH_BOARD": "off"})
+    os.close(slave)
+    return proc, master
+
+
+def _read_until(master: int, needle: bytes, timeout: float = 15.0) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while needle not in seen:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"{needle!r} not seen; got {seen[-500:]!r}")
+        ready, _, _ = select.select([master], [], [], left)
+        if ready:
+            try:
+                seen += os.read(master, 65536)
+            except OSError:
+                break
+    return seen
+
+
+def test_answer_asks_for_confirmation_on_a_terminal(serve: ServeProcess, tmp_path: Path) -> None:
+    log = tmp_path / "agent.log"
+    pane = new_agent(log)
+    wait_state(pane, "idle")
+    cli("send", pane, "b", check=True)
+    wait_state(pane, "blocked")
+    for reply, answered in ((b"n\r", False), (b"y\r", True)):
+        proc, master = _pty_command(["answer", pane, "2"])
+        try:
+            shown = _read_until(master, b"[y/N]")
+            os.write(master, reply)
+            _read_until(master, b"answered 2. Yes" if answered else b"not answered")
+        finally:
+            assert proc.wait(15) == (0 if answered else 1)
+            os.close(master)
+        assert b"Do you want to proceed?" in shown
+    assert log_lines(log) == ["answered 2 rm -rf build/"]
+
+
+def test_attach_types_into_the_pane_and_detaches_cleanly(serve: ServeProcess, tmp_path: Path) -> None:
+    log = tmp_path / "agent.log"
+    pane = new_agent(log)
+    wait_state(pane, "idle")
+    master, slave = os.openpty()
+    set_winsize(slave, 90, 30)
+    before = termios.tcgetattr(slave)
+    proc = subprocess.Popen([sys.executable, "-m", "panewatch", "attach", pane], stdin=slave, stdout=slave,
+                            stderr=slave, start_new_session=True)
+    try:
+        _read_until(master, b"Claude Code v2.1.332")  # the repaint of the pane's screen
+        assert termios.tcgetattr(slave)[3] & termios.ICANON == 0  # raw while attached
+        os.write(master, b"hello from attach\r")
+        wait_for(lambda: "typed hello from attach" in log_lines(log), "keys reached the pane")
+        os.write(master, b"\x1c")  # Ctrl-\ detaches
+        tail = _read_until(master, b"[detached from pane")
+        assert proc.wait(15) == 0
+        assert b"\x1b[?1049l" in tail  # the shell's screen is back
+        assert termios.tcgetattr(slave) == before  # and the terminal's modes
+        working = wait_state(pane, "working")  # the pane lives on, at the size of the terminal that attached
+        assert (working["cols"], working["rows"]) == (90, 30)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        os.close(master)
+        os.close(slave)
