@@ -78,10 +78,13 @@ def start_serve(*extra: str) -> ServeProcess:
 
 
 def new_agent(log: Path, name: str = "agent") -> str:
-    """A headless pane running the scripted agent; returns its id."""
+    """A headless pane running the scripted agent, once it drew its idle screen (and reads keys); its id."""
     out = cli("new", "--name", name, "--agent", "claude", "--size", "100x32", "--", sys.executable, str(AGENT),
               str(log), check=True)
-    return out.stdout.strip()
+    pane_id = out.stdout.strip()
+    wait_for(lambda: (c := card(pane_id)) is not None and c["rule"] == "shortcuts-footer", "the agent drew its screen",
+             interval=0.1)
+    return pane_id
 
 
 def cards() -> list[dict[str, Any]]:

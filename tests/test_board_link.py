@@ -1,0 +1,145 @@
+"""BoardLink: a `run` pane registers with the daemon, is driven through its own input guard, keeps
+working while the daemon is gone, and registers again when a daemon is back."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from boardutil import AGENT
+from panewatch.board import client
+from panewatch.board.daemon import Daemon
+from panewatch.board.link import BoardLink
+from panewatch.board.panes import RemotePane
+from panewatch.board.rpc import RemoteError
+from panewatch.live import LivePane
+
+TIMEOUT = 15.0
+
+
+def run(coro: Callable[[], Awaitable[None]]) -> None:
+    asyncio.run(asyncio.wait_for(coro(), 90))
+
+
+async def until(pred: Callable[[], Any], what: str, timeout: float = TIMEOUT) -> Any:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not (value := pred()):
+        if loop.time() > deadline:
+            raise AssertionError(f"{what}: not reached within {timeout} s")
+        await asyncio.sleep(0.02)
+    return value
+
+
+def remote(daemon: Daemon) -> RemotePane | None:
+    return next((h for h in daemon.hub.panes.values() if isinstance(h, RemotePane)), None)
+
+
+def test_run_pane_registers_is_guarded_and_reregisters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PANEWATCH_BOARD", "connect")
+    log = tmp_path / "agent.log"
+
+    def lines() -> list[str]:
+        return log.read_text().splitlines() if log.exists() else []
+
+    async def body() -> None:
+        pane = LivePane([sys.executable, str(AGENT), str(log)], pane_id="run-42", agent="claude", headless=True)
+        link = BoardLink(pane, cwd="/somewhere", command="claude --resume")
+        pane.start()
+        link.start()  # no daemon yet: the pane must not care
+        await until(lambda: pane.state.state == "idle" and pane.verdict.rule == "shortcuts-footer", "pane idle")
+        assert not link.connected
+
+        daemon = Daemon()
+        await daemon.start()
+        try:
+            handle = await until(lambda: remote(daemon), "the run pane registered")
+            await until(lambda: handle.card["state"] == "idle", "its card idle")
+            assert handle.card["name"] == "run-42" and handle.card["origin"] == "run"
+            assert handle.card["cwd"] == "/somewhere" and handle.card["command"] == "claude --resume"
+            assert handle.card["pid"] == pane.pid
+
+            await handle.send("hello", True)  # typed by the pane's own guard, in "its" process
+            await until(lambda: "typed hello" in lines(), "text reached the agent")
+            await until(lambda: handle.card["state"] == "working", "card working")
+
+            # The live view: a repaint, then the stream.
+            screens: list[tuple[bytes, bool]] = []
+            unwatch = handle.watch(lambda data, repaint: screens.append((data, repaint)))
+            await until(lambda: screens and screens[0][1], "a repaint")
+            assert b"Claude Code v2.1.332" in screens[0][0]
+            await handle.send("b", True)
+            card = await until(lambda: handle.card["state"] == "blocked" and handle.card, "card blocked")
+            assert any(b"Do you want to proceed?" in data for data, repaint in screens if not repaint)
+            unwatch()
+
+            with pytest.raises(RemoteError) as refused:
+                await handle.send("oops", True)
+            assert refused.value.kind == "pane_blocked"
+            assert refused.value.data["prompt"]["fingerprint"] == card["prompt"]["fingerprint"]
+            with pytest.raises(RemoteError) as refused:
+                await handle.keys(b"1", False)  # the board's live view cannot type into a dialog
+            assert refused.value.kind == "pane_blocked"
+            with pytest.raises(RemoteError) as refused:
+                await handle.answer("1", "0000000000000000")
+            assert refused.value.kind == "prompt_changed"
+            assert not any(line.startswith("answered") for line in lines())
+            result = await handle.answer("1", card["prompt"]["fingerprint"])
+            assert result["cleared"] is True and result["option"]["label"] == "Yes"
+            assert lines()[-1] == "answered 1 rm -rf build/"
+        finally:
+            await daemon.close()
+
+        # The daemon died: the pane goes on, the link waits quietly.
+        await until(lambda: not link.connected, "link noticed")
+        pane.write(b"w")
+        await until(lambda: pane.state.state == "working", "pane still detected without a daemon")
+
+        again = Daemon()
+        await again.start()
+        try:
+            handle = await until(lambda: remote(again), "registered again", timeout=20)
+            assert link.registrations == 2
+            await until(lambda: handle.card["state"] == "working", "current state on the new daemon")
+        finally:
+            await link.close()
+            await pane.close()
+            await until(lambda: handle.card["state"] == "exited", "the card says the run ended")
+            await again.close()
+
+    run(body)
+
+
+def test_attach_protocol_over_the_socket(tmp_path: Path) -> None:
+    """What `panewatch attach` relies on: repaint, stream, keys as an attached user, card updates."""
+    async def body() -> None:
+        daemon = Daemon()
+        await daemon.start()
+        try:
+            log = tmp_path / "agent.log"
+            made = await client.call("new", argv=[sys.executable, str(AGENT), str(log)], agent="claude", name="a")
+            pane_id = made["card"]["id"]
+            await until(lambda: daemon.hub.panes[pane_id].card["rule"] == "shortcuts-footer", "drawn, idle")
+            peer = await client.connect()
+            events: list[tuple[str, dict[str, Any]]] = []
+            peer.on_notify = lambda op, msg: events.append((op, msg))
+            peer.start()
+            await peer.request("attach", pane=pane_id)
+            await until(lambda: any(op == "screen" and m["repaint"] for op, m in events), "repaint")
+            peer.notify("keys", pane=pane_id, data=base64.b64encode(b"b").decode())
+            await until(lambda: any(op == "card" and m["card"]["state"] == "blocked" for op, m in events), "blocked")
+            # Attached, the user sees the whole dialog: a key may answer it (unlike the board's view).
+            peer.notify("keys", pane=pane_id, data=base64.b64encode(b"3").decode())
+            await until(lambda: log.exists() and "answered 3" in log.read_text(), "answered by a key")
+            peer.notify("detach")
+            await peer.close()
+        finally:
+            await daemon.close()
+
+    run(body)
