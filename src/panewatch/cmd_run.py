@@ -15,6 +15,7 @@ import errno
 import os
 import re
 import select
+import shlex
 import signal
 import sys
 import termios
@@ -343,6 +344,10 @@ class _Runner:
             self.errors.append(f"panewatch run: cannot run {argv[0]!r}: {exc.strerror or exc}")
             return 127 if exc.errno == errno.ENOENT else 126
         pump = _InputPump(pane, self.terminal.is_tty)
+        from panewatch.board.link import BoardLink  # the sessions board sees this pane; never in its way
+
+        link = BoardLink(pane, name=pane_id, command=shlex.join(self.argv))
+        link.start()
 
         def follow_size() -> None:
             pane.resize(*self.terminal.size())
@@ -369,6 +374,7 @@ class _Runner:
                 loop.remove_signal_handler(sig)
             pump.stop()
             await pane.close()
+            await link.close()
             notifier.close()
             gate.close()
             if server is not None:
