@@ -17,6 +17,7 @@ def _private_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runtime = tmp_path / "run"
     runtime.mkdir(mode=0o700)
     monkeypatch.setenv("PANEWATCH_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("PANEWATCH_BOARD", "off")  # no `run` in a test starts a board daemon unless it asks to
     os.environ.pop("PANEWATCH_CORPUS", None)
 
 
