@@ -29,4 +29,22 @@ def register(sub: Any) -> None:
     q.add_argument("--time-scale", type=float, default=1.0, help="< 1 runs faster than real time (smoke runs)")
     q.add_argument("--quiet", action="store_true", help="no progress lines")
     q.set_defaults(func=_runner("panewatch.bench_live", "seed", "tasks", "time_scale", "quiet"))
+    q = benches.add_parser("scale", help="N fake agents in real PTYs: runtime CPU, memory, latency vs the sweep")
+    q.add_argument("--panes", type=int, default=10)
+    q.add_argument("--seconds", type=float, default=30.0, help="length of each phase")
+    q.add_argument("--seed", type=int, default=7)
+    q.set_defaults(func=_runner("panewatch.bench_scale", "panes", "seconds", "seed"))
+    q = benches.add_parser("hook", help="wall time of the hook command (`panewatch pane report`) per call")
+    q.add_argument("-n", type=int, default=100)
+    q.set_defaults(func=_hook_bench)
     p.set_defaults(func=lambda ns: (p.print_help(), 2)[1])
+
+
+def _hook_bench(ns: argparse.Namespace) -> int:
+    from panewatch.bench_hook import run
+
+    result = run(ns.n)
+    print(f"hook command wall time over {result['n']} calls ({' '.join(map(str, result['argv']))}): "
+          f"median {result['median_ms']:.1f} ms, p95 {result['p95_ms']:.1f} ms, max {result['max_ms']:.1f} ms; "
+          f"{result['delivered']} reports delivered")
+    return 0
