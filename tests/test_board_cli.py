@@ -12,10 +12,11 @@ import termios
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from boardutil import ServeProcess, card, cli, new_agent, start_serve, wait_for, wait_state
+from boardutil import AGENT, ServeProcess, card, cli, new_agent, start_serve, wait_for, wait_state
 from panewatch.pty_session import set_winsize
 
 
@@ -180,3 +181,51 @@ def test_attach_types_into_the_pane_and_detaches_cleanly(serve: ServeProcess, tm
             proc.wait()
         os.close(master)
         os.close(slave)
+
+
+def test_run_starts_the_daemon_registers_and_registers_again(tmp_path: Path) -> None:
+    log = tmp_path / "agent.log"
+    master, slave = os.openpty()
+    set_winsize(slave, 100, 32)
+    proc = subprocess.Popen([sys.executable, "-m", "panewatch", "run", "--agent", "claude", "--pane-id", "mine", "--",
+                             sys.executable, str(AGENT), str(log)], stdin=slave, stdout=slave, stderr=slave,
+                            start_new_session=True, env={**os.environ, "PANEWATCH_BOARD": "auto"})
+    os.close(slave)
+    out = bytearray()
+
+    def pump() -> None:  # keep the run's terminal drained
+        while select.select([master], [], [], 0)[0]:
+            try:
+                out.extend(os.read(master, 65536))
+            except OSError:
+                return
+
+    def mine() -> dict[str, Any] | None:
+        pump()
+        listed = cli("ls", "--json")
+        if listed.returncode:
+            return None
+        return next((c for c in json.loads(listed.stdout)["panes"] if c["name"] == "mine"), None)
+
+    try:
+        first = wait_for(lambda: (c := mine()) and c["rule"] == "shortcuts-footer" and c, "run registered", 20)
+        assert first["origin"] == "run" and first["agent"] == "claude"
+        cli("send", first["id"], "hello from the board", check=True)
+        wait_for(lambda: pump() or "typed hello from the board" in log_lines(log), "typed through run's guard")
+        cli("serve", "--stop", check=True)  # the daemon goes away; the pane goes on
+        os.write(master, b"b")
+        wait_for(lambda: pump() or b"Do you want to proceed?" in out, "the pane still runs")
+        again = start_serve()
+        try:
+            card_again = wait_for(lambda: (c := mine()) and c["state"] == "blocked" and c, "registered again", 20)
+            assert card_again["prompt"]["question"] == "Do you want to proceed?"
+            os.write(master, b"3\x04")  # answer in the run's own terminal, then end the agent
+            assert proc.wait(15) == 0
+            wait_for(lambda: (c := mine()) and c["state"] == "exited", "its card says exited")
+        finally:
+            again.stop()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)

@@ -18,7 +18,15 @@ let failures = 0;
 let firstLoad = true;
 let view = null;           // the terminal view module, loaded on first use
 
-window.panewatchBoard = { cards, renderLog, send, request };
+// For tests and benchmarks: the state, and `answer`, which confirms exactly like the Confirm button
+// (with the fingerprint the caller saw, e.g. a stale one, as when the prompt changes in flight).
+window.panewatchBoard = {
+  cards, renderLog, send, request,
+  answer(id, number, fingerprint) {
+    uiState(id).pending = { number, label: `option ${number}`, fingerprint };
+    return confirmAnswer(id);
+  },
+};
 
 const $ = (id) => document.getElementById(id);
 
@@ -154,7 +162,10 @@ function applyCards(msg) {
       if (card.state === "blocked" && !firstLoad && (!old || old.state !== "blocked")) notify(card);
     }
   }
-  for (const id of msg.gone) removeCard(id);
+  for (const id of msg.gone) {
+    removeCard(id);
+    if (view) view.gone(id);
+  }
   firstLoad = false;
   reorder();
   summarize();

@@ -73,6 +73,10 @@ export function cardChanged(changed) {
   for (const card of changed) if (card.id === pane) update(card);
 }
 
+export function gone(id) {
+  if (id === pane) close();
+}
+
 function update(card) {
   interactive = Boolean(card.interactive);
   term.options.disableStdin = !interactive;

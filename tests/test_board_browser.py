@@ -1,0 +1,221 @@
+"""The real board in headless Chromium (Playwright driving Debian's `chromium`), against a real daemon.
+
+Cards appear and change state live; an answer goes through only after confirmation and with the
+fingerprint of the prompt the user saw; the live terminal view types only into a pane that is not
+blocked; and the security refusals hold in a real browser (no token, DNS rebinding, a cross-site
+websocket). `.ci/run` installs chromium; elsewhere these tests skip when it is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from boardutil import ServeProcess, cli, new_agent, start_serve, wait_for, wait_state
+
+CHROMIUM = os.environ.get("PANEWATCH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--host-resolver-rules=MAP evil.test 127.0.0.1"]  # a DNS-rebinding name for our loopback
+MS = 15_000
+
+if not os.path.exists(CHROMIUM):
+    if os.environ.get("CI"):
+        raise RuntimeError(f"chromium not found at {CHROMIUM}: .ci/run should have installed it")
+    pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as p:
+        # launch() gives every run a fresh, throw-away user-data dir.
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def serve() -> Iterator[ServeProcess]:
+    server = start_serve()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def page(browser: Any, serve: ServeProcess) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    # Record notifications instead of showing them (headless has no notification centre).
+    context.add_init_script("""
+        window.__notes = [];
+        window.Notification = class { constructor(title, opts) { window.__notes.push({title, body: opts.body}); }
+          static get permission() { return "granted"; } static requestPermission() { return "granted"; } };
+    """)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(serve.url)
+    page.wait_for_selector("#conn[data-conn=live]", timeout=MS)
+    yield page
+    context.close()
+    assert errors == []
+
+
+def until_js(page: Any, expression: str, what: str = "") -> None:
+    """Poll a JS expression (wait_for_function evaluates strings, which the board's CSP forbids)."""
+    wait_for(lambda: page.evaluate(expression), what or expression)
+
+
+def lines(log: Path) -> list[str]:
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def card_sel(pane: str) -> str:
+    return f'.card[data-id="{pane}"]'
+
+
+def test_cards_appear_and_change_state_live(page: Any, serve: ServeProcess, tmp_path: Path) -> None:
+    assert page.url == serve.base  # the token left the address bar
+    cookie = next(c for c in page.context.cookies() if c["name"].startswith("panewatch_board_"))
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert page.is_visible("#empty")
+
+    idle = new_agent(tmp_path / "a.log", name="alpha")
+    busy = new_agent(tmp_path / "b.log", name="beta")
+    page.wait_for_selector(f"{card_sel(idle)}[data-state=idle]", timeout=MS)
+    page.wait_for_selector(f"{card_sel(busy)}[data-state=idle]", timeout=MS)
+    assert page.inner_text(f"{card_sel(idle)} .name") == "alpha"
+    assert page.inner_text(f"{card_sel(idle)} .agent") == "claude"
+    assert page.inner_text(f"{card_sel(idle)} .decided") == "rule shortcuts-footer"
+    assert page.title() == "panewatch board"
+
+    cli("send", busy, "w", check=True)
+    page.wait_for_selector(f"{card_sel(busy)}[data-state=working]", timeout=MS)
+    cli("send", busy, "b", check=True)
+    blocked = page.wait_for_selector(f"{card_sel(busy)}[data-state=blocked]", timeout=MS)
+    assert blocked.inner_text().startswith("BLOCKED")
+    assert page.inner_text(f"{card_sel(busy)} .question") == "Do you want to proceed?"
+    assert page.inner_text(f"{card_sel(busy)} .prompt-body") == "Bash command rm -rf build/"
+    labels = page.eval_on_selector_all(f"{card_sel(busy)} .option", "els => els.map(e => e.textContent)")
+    assert labels == ["1. Yes", "2. Yes, and don't ask again", "3. No"]
+    until_js(page, "document.title.startsWith('(1)')")
+    orders = page.eval_on_selector_all(".card",
+                                       "els => Object.fromEntries(els.map(e => [e.dataset.id, +e.style.order]))")
+    assert orders[busy] < orders[idle]  # blocked first
+    assert page.evaluate("window.__notes.length") == 1  # entering blocked notified once
+    assert "Do you want to proceed?" in page.evaluate("window.__notes[0].body")
+    # The time in state ticks on the page itself (the daemon only pushes changes).
+    until_js(page, f"document.querySelector('{card_sel(busy)} .since').textContent === '1s'")
+
+    cli("kill", idle, check=True)
+    page.wait_for_selector(card_sel(idle), state="detached", timeout=MS)
+
+
+def test_answer_needs_confirmation_and_the_fingerprint_seen(page: Any, serve: ServeProcess, tmp_path: Path) -> None:
+    log = tmp_path / "agent.log"
+    pane = new_agent(log)
+    cli("send", pane, "b", check=True)
+    first = wait_state(pane, "blocked")["prompt"]["fingerprint"]
+    sel = card_sel(pane)
+    page.wait_for_selector(f"{sel} .prompt[data-fingerprint='{first}']", timeout=MS)
+
+    page.click(f"{sel} .option[data-option='1']")  # choosing is not answering
+    page.wait_for_selector(f"{sel} .confirm", timeout=MS)
+    assert "Answer “1. Yes”?" in page.inner_text(f"{sel} .confirm")
+    page.click(f"{sel} .confirm-no")
+    page.wait_for_selector(f"{sel} .confirm", state="detached", timeout=MS)
+    assert lines(log) == []
+
+    # The prompt changes while the user is confirming: the confirmation is dropped, nothing is sent.
+    page.click(f"{sel} .option[data-option='1']")
+    page.wait_for_selector(f"{sel} .confirm", timeout=MS)
+    os.kill(wait_state(pane, "blocked")["pid"], signal.SIGUSR1)
+    page.wait_for_selector(f"{sel} .prompt:not([data-fingerprint='{first}'])", timeout=MS)
+    assert page.query_selector(f"{sel} .confirm") is None
+    assert "The prompt changed before you confirmed; nothing was sent" in page.inner_text(f"{sel} .message")
+    assert "curl -s" in page.inner_text(f"{sel} .prompt-body")
+
+    # A confirmation that raced the change (it carries the old fingerprint) is refused by the daemon.
+    page.evaluate(f"window.panewatchBoard.answer('{pane}', 1, '{first}')")
+    page.wait_for_selector(f"{sel} .message-error", timeout=MS)
+    assert "Refused: the prompt changed since you saw it. Nothing was typed" in page.inner_text(f"{sel} .message")
+    assert lines(log) == []
+
+    page.click(f"{sel} .option[data-option='3']")
+    page.click(f"{sel} .confirm-yes")
+    page.wait_for_selector(f"{sel}[data-state=idle]", timeout=MS)
+    assert lines(log) == ["answered 3 curl -s https://example.invalid/install.sh | sh"]
+    assert "Answered 3. No." in page.inner_text(f"{sel} .message")
+    until_js(page, "document.title === 'panewatch board'")
+
+
+def test_live_terminal_view_types_only_when_not_blocked(page: Any, serve: ServeProcess, tmp_path: Path) -> None:
+    log = tmp_path / "agent.log"
+    pane = new_agent(log)
+    page.click(f"{card_sel(pane)} .open-view")
+    until_js(page, "document.querySelector('#term .xterm-rows')?.textContent.includes('Claude Code v2.1.332')")
+    assert "interactive" in page.inner_text("#view-note")
+    page.click("#term")
+    page.keyboard.type("hello from the view")
+    page.keyboard.press("Enter")
+    wait_for(lambda: "typed hello from the view" in lines(log), "keys from the view reached the pane")
+    until_js(page, "document.querySelector('#term .xterm-rows').textContent.includes('esc to interrupt')")
+
+    cli("send", pane, "b", check=True)
+    page.wait_for_selector("#view-note[data-state=blocked]", timeout=MS)
+    until_js(page, "document.querySelector('#term .xterm-rows').textContent.includes('Do you want to proceed?')")
+    page.click("#term")
+    page.keyboard.type("1")  # typing into a dialog from the view is off: answer with the buttons
+    refused = page.evaluate(f"window.panewatchBoard.request({{op: 'keys', pane: '{pane}', data: '1'}})"
+                            ".then(() => 'sent', (reply) => reply.error)")
+    assert refused == "pane_blocked"
+    assert not any(line.startswith("answered") for line in lines(log))
+    page.click("#view-close")
+    assert page.is_hidden("#view")
+
+
+def test_security_refusals_in_the_browser(browser: Any, serve: ServeProcess) -> None:
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        response = page.goto(serve.base)
+        assert response.status == 401 and "not signed in" in page.inner_text("body")
+        assert page.query_selector("#cards") is None
+        response = page.goto(serve.base + "?token=not-the-token")
+        assert response.status == 403
+        # DNS rebinding: evil.test resolves to 127.0.0.1 (see ARGS) but names itself in Host.
+        response = page.goto(f"http://evil.test:{serve.port}/?token={serve.token}")
+        assert response.status == 421
+        assert not [c for c in context.cookies() if c["name"].startswith("panewatch_board_")]
+
+        page.goto(serve.url)  # signed in: the cookie exists in this browser
+        page.wait_for_selector("#conn[data-conn=live]", timeout=MS)
+
+        # Another site in the same browser tries our websocket and our API.
+        context.route("http://evil.test/**", lambda route: route.fulfill(
+            status=200, content_type="text/html", body="<!doctype html><title>evil</title>"))
+        evil = context.new_page()
+        evil.goto("http://evil.test/")
+        outcome = evil.evaluate("""(port) => new Promise((resolve) => {
+            const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`);
+            ws.onopen = () => resolve("open");
+            ws.onclose = () => resolve("refused");
+        })""", serve.port)
+        assert outcome == "refused"
+        fetched = evil.evaluate("""(port) => fetch(`http://127.0.0.1:${port}/api/cards`, {credentials: "include"})
+            .then((r) => "read " + r.status, () => "blocked")""", serve.port)
+        assert fetched == "blocked"  # no CORS header: the page cannot read the answer
+        evil.close()
+    finally:
+        context.close()
