@@ -192,6 +192,28 @@ def capture(agent: str, scenario: str, *, cols: int = 120, rows: int = 32, inlin
     return CaptureResult(folder, truth)
 
 
+def literals(profile: AgentProfile, scenario: str) -> tuple[Literals, int]:
+    literal, n_dialogs = profile.dialogs[scenario]
+    return Literals(profile.ready, profile.busy, (literal,) if literal else ()), n_dialogs
+
+
+def rederive(folder: Path) -> dict[str, Any]:
+    """Recompute a captured folder's timeline from its cast and mock events (after a change to the
+    derivation or to a profile's literals); rewrites truth.json and returns it."""
+    path = folder / "truth.json"
+    truth: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    profile, scenario = PROFILES.get(str(truth.get("agent"))), str(truth.get("scenario"))
+    if profile is None or scenario not in profile.dialogs or "mock_events" not in truth:
+        raise CaptureError(f"{folder}: not a folder written by `panewatch capture` (no scenario or mock events)")
+    lit, n_dialogs = literals(profile, scenario)
+    try:
+        truth["timeline"] = derive_timeline(read_cast(folder / "session.cast"), truth["mock_events"], lit, n_dialogs)
+    except TruthError as exc:
+        raise CaptureError(f"{folder}: {exc}") from exc
+    path.write_text(json.dumps(truth, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return truth
+
+
 def _default_root() -> Path:
     from panewatch.corpus import bundled_root
     return bundled_root()
@@ -224,9 +246,7 @@ def _run(profile: AgentProfile, scenario: str, scratch: Path, *, cols: int, rows
             rec.write_cast(scratch / "session.cast", pane, f"{profile.agent} {version} {case}")
         events = [{k: e.get(k) for k in ("t", "event", "step", "stop_reason", "tools")}
                   | {"t": round(float(e["t"]), 6)} for e in mock.events if e["event"] in ("request", "reply_sent")]
-    cast = read_cast(scratch / "session.cast")
-    lit = Literals(profile.ready, profile.busy, (literal,) if literal else ())
-    timeline = derive_timeline(cast, events, lit, n_dialogs)
+    timeline = derive_timeline(read_cast(scratch / "session.cast"), events, *literals(profile, scenario))
     return {
         "agent": profile.agent, "agent_version": version, "case": case, "rows": rows, "cols": cols,
         "argv": [Path(launch.argv[0]).name, *launch.argv[1:]],

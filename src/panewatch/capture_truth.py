@@ -12,8 +12,8 @@ What a capture knows for certain, and how each state's start is derived from it:
 
 Replaying the cast's output on an emulated screen (the pane's view, frame by frame):
 
-    ignore   from 0 (start-up) until the composer first shows
-    idle     from the first frame showing the composer
+    ignore   from 0 (start-up) until the composer shows and the output pauses for SETTLE
+    idle     from that frame
     working  from the first frame after the prompt's Enter that shows the busy marker
     blocked  from the first frame, inside a tool window, that shows the scenario's dialog question,
              to the first frame where it is gone (working again from there); a gap shorter than
@@ -90,6 +90,7 @@ def tool_windows(mock_events: Sequence[dict[str, Any]]) -> list[tuple[float, flo
     return windows
 
 
+SETTLE = 0.3  # seconds without output that end the start-up (see derive_timeline)
 FLICKER = 0.15  # seconds: a dialog gone and one back within this is one stretch (a redraw split
 # across reads, or the next dialog drawn at once: a person sees no gap)
 
@@ -130,10 +131,17 @@ def derive_timeline(cast: Cast, mock_events: Sequence[dict[str, Any]], lit: Lite
     shots = [f for f in shots if f.t < exit_at]
     timeline: list[dict[str, Any]] = [{"t": 0.0, "state": "ignore", "note": "agent starting"}]
 
-    ready = next((f for f in shots if f.t < submitted and _shows(f.text, lit.ready)), None)
-    if ready is None:
+    before = [f for f in shots if f.t < submitted]
+    shown = [i for i, f in enumerate(before) if _shows(f.text, lit.ready)]
+    if not shown:
         raise TruthError(f"the composer {lit.ready} never showed before the prompt was submitted")
-    timeline.append({"t": ready.t, "state": "idle", "note": f"composer {_first(ready.text, lit.ready)!r} shown"})
+    # Start-up is over once the composer shows and the output pauses: CLIs draw their status, tips
+    # and a title spinner (Codex) for a moment after the composer first appears.
+    settled = next((i for i in shown if i + 1 == len(before) or before[i + 1].t - before[i].t >= SETTLE
+                    ), shown[0])
+    ready = before[settled]
+    timeline.append({"t": ready.t, "state": "idle",
+                     "note": f"composer {_first(ready.text, lit.ready)!r} shown, start-up output settled"})
 
     busy = next((f for f in shots if f.t >= submitted and _shows(f.text, lit.busy)), None)
     if busy is None:

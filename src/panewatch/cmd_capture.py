@@ -21,8 +21,22 @@ def _key(text: str) -> str:
 
 
 def cmd_capture(ns: argparse.Namespace) -> int:
-    from panewatch.capture import PROFILES, CaptureError, capture
+    from panewatch.capture import PROFILES, CaptureError, capture, rederive
 
+    if ns.rederive:
+        bad = 0
+        for folder in ns.rederive:
+            try:
+                truth = rederive(folder)
+            except CaptureError as exc:
+                print(exc, file=sys.stderr)
+                bad += 1
+                continue
+            print(f"{folder}: " + " → ".join(f"{e['state']}@{e['t']:.2f}" for e in truth["timeline"]))
+        return 1 if bad else 0
+    if not ns.agent or not ns.scenario:
+        print("panewatch capture: --agent and --scenario are required (or --rederive DIR...)", file=sys.stderr)
+        return 2
     scenarios = list(PROFILES[ns.agent].dialogs) if ns.scenario == "all" else ns.scenario.split(",")
     cols, rows = ns.size
     failed = 0
@@ -45,8 +59,8 @@ def register(sub: Any) -> None:
                                    "server, drives the scenario, and writes ROOT/<agent>/<version>/<case>/"
                                    "{session.cast,truth.json}. The truth comes from the scenario, literal dialog "
                                    "strings and the mock's events, never from panewatch's classifier.")
-    p.add_argument("--agent", required=True, choices=("claude", "codex", "gemini"))
-    p.add_argument("--scenario", required=True,
+    p.add_argument("--agent", choices=("claude", "codex", "gemini"))
+    p.add_argument("--scenario",
                    help="bash, edit, write, plan, ask, multi, trap (what the agent supports), "
                         "a comma-separated list, or 'all'")
     p.add_argument("--size", type=_size, default=(120, 32), metavar="COLSxROWS", help="default 120x32")
@@ -57,4 +71,6 @@ def register(sub: Any) -> None:
     p.add_argument("--answer", metavar="KEY", help="key that answers each dialog (1, y, enter, esc …); "
                                                    "default: the agent's allow-once key")
     p.add_argument("--delay", type=float, default=1.0, help="mock thinking time before each reply (default 1 s)")
+    p.add_argument("--rederive", nargs="+", type=Path, metavar="DIR",
+                   help="recompute the truth of captured folders from their cast and mock events, and exit")
     p.set_defaults(func=cmd_capture)

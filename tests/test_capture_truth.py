@@ -1,0 +1,95 @@
+"""capture_truth: the truth of a capture comes from literals, the scenario and the mock's tool windows."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from panewatch.capture import PROFILES, literals, rederive
+from panewatch.capture_truth import Literals, TruthError, derive_timeline, tool_windows
+from panewatch.cast import CastWriter, parse_cast
+from panewatch.corpus import find_cases
+
+LIT = Literals(ready=("READY",), busy=("BUSY",), dialog=("Proceed?",))
+HOME = "\x1b[H\x1b[2J"
+
+
+def _cast(events: list[tuple[float, str, str]]) -> str:
+    buf = io.StringIO()
+    writer = CastWriter(buf, 40, 10, 0.0)
+    for t, kind, data in events:
+        writer.write(t, kind, data)
+    return buf.getvalue()
+
+
+def _screen(*lines: str) -> str:
+    return HOME + "\r\n".join(lines)
+
+
+def _session(dialog_gap: float | None = None, trap: bool = False) -> tuple[str, list[dict[str, object]]]:
+    events = [(0.1, "o", _screen("starting")), (0.5, "o", _screen("READY")), (1.0, "m", "submitted"),
+              (1.0, "i", "\r"), (1.2, "o", _screen("BUSY"))]
+    mock: list[dict[str, object]] = [{"t": 1.1, "event": "request"}]
+    if trap:
+        events += [(2.0, "o", _screen("Proceed? 1. Yes", "BUSY"))]  # quoted prose, not a dialog
+    else:
+        mock += [{"t": 2.0, "event": "reply_sent", "stop_reason": "tool_use"}]
+        events += [(2.1, "o", _screen("Proceed?", "1. Yes")), (3.0, "i", "1")]
+        if dialog_gap is not None:  # a second dialog right after the first
+            events += [(3.1, "o", _screen("BUSY")), (3.1 + dialog_gap, "o", _screen("Proceed?", "1. Yes (b)"))]
+        events += [(4.0, "o", _screen("BUSY", "ran it"))]
+        mock += [{"t": 4.1, "event": "request"}]
+    mock += [{"t": 5.0, "event": "reply_sent", "stop_reason": "end_turn"}]
+    events += [(5.1, "o", _screen("Done.", "READY")), (7.0, "m", "exit")]
+    return _cast(events), mock
+
+
+def _timeline(text: str, mock: list[dict[str, object]], dialogs: int) -> list[tuple[float, str]]:
+    cast = parse_cast(text.splitlines())
+    return [(e["t"], e["state"]) for e in derive_timeline(cast, mock, LIT, dialogs)]
+
+
+def test_timeline_from_literals_and_tool_windows() -> None:
+    text, mock = _session()
+    assert _timeline(text, mock, 1) == [(0.0, "ignore"), (0.5, "idle"), (1.2, "working"), (2.1, "blocked"),
+                                        (4.0, "working"), (5.1, "idle"), (7.0, "ignore")]
+
+
+def test_quoted_dialog_outside_a_tool_window_is_not_blocked() -> None:
+    text, mock = _session(trap=True)
+    assert tool_windows(mock) == []
+    assert "blocked" not in {state for _, state in _timeline(text, mock, 0)}
+
+
+def test_back_to_back_dialogs_are_one_stretch_but_a_real_gap_is_working() -> None:
+    text, mock = _session(dialog_gap=0.05)
+    assert [s for _, s in _timeline(text, mock, 2)].count("blocked") == 1
+    text, mock = _session(dialog_gap=0.6)
+    assert _timeline(text, mock, 2)[3:6] == [(2.1, "blocked"), (3.1, "working"), (3.7, "blocked")]
+
+
+def test_a_run_that_misses_its_dialog_has_no_truth() -> None:
+    text, mock = _session(trap=True)
+    with pytest.raises(TruthError, match="dialog"):
+        _timeline(text, mock, 1)
+
+
+CAPTURED = [c for c in find_cases() if "scenario" in c.truth and "mock_events" in c.truth]
+
+
+def test_captured_corpus_is_there() -> None:
+    assert {c.agent for c in CAPTURED} >= {"claude", "codex", "gemini"}
+
+
+@pytest.mark.parametrize("case", CAPTURED, ids=[c.name for c in CAPTURED])
+def test_captured_truth_is_reproducible(case, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Every folder written by `panewatch capture` re-derives to its stored timeline."""
+    for name in ("session.cast", "truth.json"):
+        (tmp_path / name).write_bytes((case.path / name).read_bytes())
+    assert rederive(tmp_path)["timeline"] == case.truth["timeline"]
+    assert json.loads((tmp_path / "truth.json").read_text())["timeline"] == case.truth["timeline"]
+    assert case.truth["scenario"] in PROFILES[case.agent].dialogs
+    assert literals(PROFILES[case.agent], case.truth["scenario"])[1] >= 0
