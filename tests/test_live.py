@@ -181,6 +181,12 @@ def test_agent_started_from_a_shell_and_its_exit(fake: Path, tmp_path: Path) -> 
         assert "Do you want to proceed?" in pane.snapshot().text()  # stale text is still there...
         assert pane.classify_now().state == "blocked"  # ...and the screen alone would still say blocked
         assert pane.state.state == "exited" and not pane.exited  # but the pane does not: bash runs on
+        pane.write(b"cat\r")  # another program in front after the agent: still no stale blocked
+        await until(lambda: pane.foreground is not None and pane.foreground.name == "cat", "cat in front")
+        assert pane.classify_now().state == "blocked"
+        assert pane.state.state == "exited"
+        pane.write(b"\x03")
+        await until(lambda: pane.foreground is not None and pane.foreground.is_shell, "bash back")
         pane.write(b"exit 5\r")
         assert await pane.wait() == 5
         await pane.close()

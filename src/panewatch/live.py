@@ -212,7 +212,8 @@ class LivePane:
         self._last_output = 0.0
         self._screen_changed_at = 0.0
         self._last_snapshot: Snapshot | None = None
-        self._agent_seen = False  # an agent held the pane since the shell was last in front
+        self._agent_seen = False  # an agent held this pane (by process or by its screen)
+        self._agent_by_process = False  # ... and we recognised its process
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -429,16 +430,19 @@ class LivePane:
         self.detector.set_agent(fg.agent_id if known else None)
 
     def _agent_running(self) -> bool | None:
-        """True: an agent holds the pane; False: the shell is back after an agent; None: unknown."""
+        """True: an agent holds the pane. False: it is gone (the shell, or a program we can tell is not
+        the agent we saw, holds the pane: a prompt still on screen is a leftover). None: unknown."""
         fg = self.tracker.current
         if fg is None:
             return None
         if fg.agent_id is not None:
-            self._agent_seen = True
+            self._agent_seen = self._agent_by_process = True
             return True
         if fg.is_shell:
             return False if self._agent_seen else None
-        if self.detector.verdict.agent:  # an unrecognised wrapper (npx …) drawing a known agent's screen
+        if self._agent_by_process:  # `ls`, `reset`, `vim` after the agent: its process is known, not there
+            return False
+        if self.detector.verdict.agent:  # an unrecognised wrapper drawing a known agent's screen
             self._agent_seen = True
         return None
 
