@@ -8,6 +8,7 @@ import contextlib
 import json
 import logging
 import os
+import resource
 import signal
 import sys
 import webbrowser
@@ -47,6 +48,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
         return _stop()
     from panewatch.board.daemon import AlreadyRunning, Daemon
 
+    _more_files()
     logging.basicConfig(level=logging.WARNING if ns.quiet else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s panewatch serve: %(message)s")
     try:
@@ -76,6 +78,15 @@ def cmd_serve(ns: argparse.Namespace) -> int:
         return 0
 
     return asyncio.run(main())
+
+
+def _more_files() -> None:
+    """Each pane holds a pty and pipes: raise the soft fd limit so hundreds of panes fit."""
+    with contextlib.suppress(ValueError, OSError):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        wanted = 65536 if hard == resource.RLIM_INFINITY else min(hard, 65536)
+        if soft != resource.RLIM_INFINITY and soft < wanted:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
 def _stop() -> int:
