@@ -245,3 +245,19 @@ def test_manifest_edits_apply_to_running_panes(tmp_path: Path) -> None:
         await pane.close()
 
     run(main)
+
+
+def test_close_ends_the_command_and_records_it() -> None:
+    events = io.StringIO()
+
+    async def main() -> None:
+        pane = LivePane(["bash", "-c", "echo up; sleep 300"], cols=80, rows=24, env=env(), events=events)
+        pane.start()
+        await until(lambda: "up" in pane.snapshot().text(), "output")
+        await pane.close()
+        assert await pane.wait() == 129  # SIGHUP, as when a terminal window closes
+        assert pane.state.state == "exited"
+
+    run(main)
+    last = json.loads(events.getvalue().splitlines()[-1])
+    assert (last["state"], last["source"], last["detail"]) == ("exited", "process", "exit code 129")

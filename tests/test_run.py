@@ -134,7 +134,8 @@ def test_resize_reaches_the_child(outer_factory: Callable[..., Outer]) -> None:
 def test_signal_restores_the_terminal_and_ends_the_child(outer_factory: Callable[..., Outer], sig: int,
                                                          tmp_path: Path) -> None:
     marker = f"{300 + sig}.123"
-    outer = outer_factory("--", "bash", "-c", f"echo ready; sleep {marker}; echo never")
+    events = tmp_path / "events.jsonl"
+    outer = outer_factory("--events", str(events), "--", "bash", "-c", f"echo ready; sleep {marker}; echo never")
     outer.see("ready")
     outer.until(lambda: any(marker in p.info["cmdline"] for p in psutil.process_iter(["cmdline"])
                             if p.info["cmdline"]), "the child's sleep")
@@ -144,6 +145,8 @@ def test_signal_restores_the_terminal_and_ends_the_child(outer_factory: Callable
     outer.until(lambda: not any(marker in (p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])),
                 "the child gone")
     assert "never" not in outer.text()
+    last = json.loads(events.read_text(encoding="utf-8").splitlines()[-1])
+    assert last["state"] == "exited" and last["source"] == "process"
 
 
 def test_events_file_gets_the_state_changes(outer_factory: Callable[..., Outer], tmp_path: Path) -> None:

@@ -257,20 +257,26 @@ class LivePane:
         if self._done is None:
             raise RuntimeError("LivePane.start() was not called")
         await self._done.wait()
-        assert self.exit_code is not None
+        if self.exit_code is None:  # closed, but the child could not be reaped (stuck in the kernel)
+            raise RuntimeError(f"pane {self.pane_id}: the command did not exit")
         return self.exit_code
 
     async def close(self) -> None:
-        """Stop watching; terminate the command's process group if it still runs."""
-        self._stop_timers()
-        if self._exit_task is not None and not self._exit_task.done():
-            self._exit_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._exit_task
+        """Terminate the command's process group if it still runs, record its end ('exited' with the
+        status, e.g. 129 after our hangup), stop watching."""
         if self._session is not None:
             await self._session.aclose()
-            if self.exit_code is None:
-                self.exit_code = self._session.returncode
+        task = self._exit_task
+        if task is not None and not task.done():
+            try:  # the exit watcher sees the reaped child at once and records the final state
+                await asyncio.wait_for(asyncio.shield(task), 2.0)
+            except TimeoutError:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._stop_timers()
+        if self.exit_code is None and self._session is not None:
+            self.exit_code = self._session.returncode
         if self._done is not None:
             self._done.set()
         self.screen.on_reply(None)
