@@ -133,7 +133,7 @@ def _report(panes: int, seconds: float, ids: dict[str, int], log: list[dict[str,
     prompts = missed = 0
     for pane, timeline in timelines.items():
         for i, (t, state) in enumerate(timeline):
-            if state != "blocked" or i + 1 >= len(timeline):
+            if state != "blocked" or i + 1 >= len(timeline) or timeline[i + 1][1] == "exited":
                 continue  # the run's end cut this prompt off: not scored
             prompts += 1
             end = timeline[i + 1][0]
