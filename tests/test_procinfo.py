@@ -62,3 +62,26 @@ def test_foreground_of_a_real_pty() -> None:
         await session.aclose()
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_tracker_sees_an_agent_that_appears_later_in_the_same_group() -> None:
+    async def main() -> None:
+        # The group never changes (the session leader itself execs the agent later, as a wrapper may).
+        session = PtySession(["bash", "-c", "read -r x; exec -a claude sleep 30"], env={**os.environ})
+        session.start_reading()
+        tracker = ForegroundTracker(settle=0.0, refresh=0.05)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while tracker.current is None:
+            tracker.poll(loop.time(), session.foreground_pgid(), session.pid, MANIFESTS)
+            await asyncio.sleep(0.01)
+        assert tracker.current.agent_id is None
+        session.write(b"go\r")
+        while tracker.current is None or tracker.current.agent_id != "claude":
+            assert loop.time() < deadline, tracker.current
+            tracker.poll(loop.time(), session.foreground_pgid(), session.pid, MANIFESTS)
+            await asyncio.sleep(0.01)
+        assert tracker.current.pgid == session.pid
+        await session.aclose()
+
+    asyncio.run(asyncio.wait_for(main(), 60))

@@ -166,12 +166,14 @@ def foreground(master_fd: int, session_pid: int, manifests: Iterable[Manifest]) 
 
 
 class ForegroundTracker:
-    """Re-describes the foreground only when its group changed, and for a short while after (a forked
-    child shows the shell's name until it calls exec)."""
+    """Re-describes the foreground when its group changed, often for a short while after (a forked
+    child shows the shell's name until it calls exec), then only every `refresh` seconds (a wrapper
+    such as npx starts the agent later in the same group; a script may exec it)."""
 
-    def __init__(self, settle: float = 2.0, min_interval: float = 0.1) -> None:
+    def __init__(self, settle: float = 2.0, min_interval: float = 0.1, refresh: float = 5.0) -> None:
         self.settle = settle
         self.min_interval = min_interval  # output can trigger hundreds of polls a second
+        self.refresh = refresh
         self.current: Foreground | None = None
         self._changed_at = float("-inf")
         self._described_at = float("-inf")
@@ -185,8 +187,10 @@ class ForegroundTracker:
             return changed
         if self.current is None or pgid != self.current.pgid:
             self._changed_at = now
-        elif now - self._changed_at > self.settle or now - self._described_at < self.min_interval:
-            return False
+        else:
+            interval = self.min_interval if now - self._changed_at <= self.settle else self.refresh
+            if now - self._described_at < interval:
+                return False
         self._described_at = now
         self.describes += 1
         new = describe_group(pgid, session_pid, manifests)
