@@ -89,8 +89,8 @@ class Outer:
 def outer_factory() -> Iterator[Callable[..., Outer]]:
     made: list[Outer] = []
 
-    def make(*args: str, cols: int = 80, rows: int = 24) -> Outer:
-        outer = Outer(list(args), cols=cols, rows=rows)
+    def make(*args: str, cols: int = 80, rows: int = 24, env: dict[str, str] | None = None) -> Outer:
+        outer = Outer(list(args), cols=cols, rows=rows, env=env)
         made.append(outer)
         return outer
 
@@ -183,6 +183,57 @@ def test_events_file_gets_the_state_changes(outer_factory: Callable[..., Outer],
     header, *rest = record.read_text(encoding="utf-8").splitlines()
     assert json.loads(header)["width"] == 80
     assert {json.loads(line)[1] for line in rest} == {"o", "i"}
+
+
+# A `claude` that runs the hooks it was given with --settings, as Claude Code does, on a screen that
+# never changes: whatever the pane says comes from the hooks.
+HOOKED_CLAUDE = r'''
+import json, os, subprocess, sys, tty
+args = sys.argv[1:]
+hooks = json.loads(args[args.index("--settings") + 1])["hooks"]
+assert os.environ["PANEWATCH_TOKEN"] and os.environ["PANEWATCH_PANE_ID"] == "h1"
+
+def fire(event, **payload):
+    for entry in hooks.get(event, []):
+        for hook in entry["hooks"]:
+            subprocess.run(hook["command"], shell=True, check=True,
+                           input=json.dumps({"hook_event_name": event, **payload}).encode())
+
+tty.setcbreak(0)
+sys.stdout.write("\x1b]0;✳ Claude Code\x07 Claude Code v2.1.332\r\n> ready\r\n")
+sys.stdout.flush()
+for event, payload in [("UserPromptSubmit", {}), ("PermissionRequest", {"tool_name": "Bash"}), ("Stop", {})]:
+    os.read(0, 1)
+    fire(event, **payload)
+    sys.stdout.write("\x1b]0;✳ Claude Code\x07")  # a title rewrite with no change: the screen stays the same
+    sys.stdout.flush()
+os.read(0, 1)
+'''
+
+
+def test_claude_gets_hooks_that_report_through_the_socket(outer_factory: Callable[..., Outer],
+                                                          tmp_path: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    claude = bindir / "claude"
+    claude.write_text(f"#!{sys.executable}\n" + HOOKED_CLAUDE, encoding="utf-8")
+    claude.chmod(0o755)
+    events = tmp_path / "events.jsonl"
+    outer = outer_factory("--events", str(events), "--pane-id", "h1", "--", "claude",
+                          env={"PATH": f"{bindir}:{os.environ['PATH']}"})
+
+    def last() -> dict[str, str]:
+        lines = events.read_text(encoding="utf-8").splitlines() if events.exists() else []
+        return json.loads(lines[-1]) if lines else {}
+
+    outer.see("ready")
+    for key, state in ((b"a", "working"), (b"b", "blocked"), (b"c", "idle")):
+        outer.type(key)
+        outer.until(lambda state=state: last().get("state") == state, state)
+        assert last()["source"] == "hook"
+    assert "PermissionRequest" in (json.loads(events.read_text(encoding="utf-8").splitlines()[2])["detail"])
+    outer.type(b"d")
+    assert outer.wait() == 0
 
 
 def test_stdin_and_stdout_not_a_terminal() -> None:

@@ -394,7 +394,9 @@ def _notifier(pane: LivePane, gate: OutputGate, errors: list[str]) -> tuple[Noti
     """Notifications for this pane; the terminal backend writes through `gate`, between CMD's sequences."""
     settings = load_settings()
     errors.extend(f"panewatch: {warning}" for warning in settings.warnings)
-    notifier = Notifier(settings, asyncio.get_running_loop().time, terminal_writer=gate.own)
+    # The terminal backend only where a terminal shows it: never into a file or pipe CMD's output goes to.
+    writer = gate.own if _isatty(gate.fd) else None
+    notifier = Notifier(settings, asyncio.get_running_loop().time, terminal_writer=writer)
 
     def on_change(change: StateChange) -> None:
         if change.old is None:
