@@ -23,6 +23,8 @@ from panewatch.pty_session import set_winsize
 
 TIMEOUT = 15.0
 ROOT = Path(__file__).resolve().parents[1]
+# The board link has its own tests; here it would start a daemon per test that outlives the test.
+NO_BOARD = {"PANEWATCH_BOARD": "off"}
 
 
 def _ctty() -> None:
@@ -39,7 +41,7 @@ class Outer:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "panewatch", "run", *args], stdin=self.slave, stdout=self.slave,
             stderr=self.slave, start_new_session=True, preexec_fn=_ctty, cwd=ROOT,
-            env={**os.environ, "TERM": "xterm-256color", **(env or {})})
+            env={**os.environ, "TERM": "xterm-256color", **NO_BOARD, **(env or {})})
         os.set_blocking(self.master, False)
         self.out = bytearray()
 
@@ -238,13 +240,16 @@ def test_claude_gets_hooks_that_report_through_the_socket(outer_factory: Callabl
 
 def test_stdin_and_stdout_not_a_terminal() -> None:
     out = subprocess.run([sys.executable, "-m", "panewatch", "run", "--", "cat"], input=b"one\ntwo\n",
-                         capture_output=True, cwd=ROOT, timeout=60)
+                         capture_output=True, cwd=ROOT, timeout=60,
+                         env={**os.environ, **NO_BOARD})
     assert (out.returncode, out.stdout) == (0, b"one\ntwo\n")
     out = subprocess.run([sys.executable, "-m", "panewatch", "run", "--", "sh", "-c", "exit 4"],
-                         stdin=subprocess.DEVNULL, capture_output=True, cwd=ROOT, timeout=60)
+                         stdin=subprocess.DEVNULL, capture_output=True, cwd=ROOT, timeout=60,
+                         env={**os.environ, **NO_BOARD})
     assert out.returncode == 4
     out = subprocess.run([sys.executable, "-m", "panewatch", "run", "--", "no-such-command-xyz"],
-                         stdin=subprocess.DEVNULL, capture_output=True, cwd=ROOT, timeout=60)
+                         stdin=subprocess.DEVNULL, capture_output=True, cwd=ROOT, timeout=60,
+                         env={**os.environ, **NO_BOARD})
     assert out.returncode == 127 and b"no-such-command-xyz" in out.stderr
 
 
