@@ -325,10 +325,15 @@ class _Runner:
         if not self.ns.no_hooks and _wants_hooks(argv, self.watcher):
             from panewatch.hooks import ReportServer, hook_launcher, inject_claude_hooks
 
-            server = ReportServer(lambda _pane, report: pane.report(report), clock=loop.time)
-            await server.start()
-            env.update(server.pane_env(pane_id))
-            argv = inject_claude_hooks(argv, hook_launcher(), cwd=os.getcwd())
+            try:
+                server = ReportServer(lambda _pane, report: pane.report(report), clock=loop.time)
+                await server.start()
+            except OSError as exc:  # no socket, no hooks: the screen alone still detects everything
+                self.errors.append(f"panewatch run: hooks disabled, no report socket: {exc}")
+                server = None
+            else:
+                env.update(server.pane_env(pane_id))
+                argv = inject_claude_hooks(argv, hook_launcher(), cwd=os.getcwd())
         cols, rows = self.terminal.size()
         pane = LivePane(argv, pane_id=pane_id, cols=cols, rows=rows, env=env, agent=self.ns.agent, headless=False,
                         manifests=self.watcher, record=self.record, events=self.events, on_output=gate.child,
