@@ -85,3 +85,38 @@ def test_tracker_sees_an_agent_that_appears_later_in_the_same_group() -> None:
         await session.aclose()
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_plain_program_is_described_from_its_leader_without_walking_processes(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`cat` cannot wrap an agent: describing its group must not list every process on the machine."""
+    import subprocess
+
+    import psutil
+
+    from panewatch import procinfo
+
+    def forbidden(*_args: object, **_kwargs: object) -> list[psutil.Process]:
+        raise AssertionError("walked the process table")
+
+    proc = subprocess.Popen(["cat"], stdin=subprocess.PIPE, start_new_session=True)
+    try:
+        monkeypatch.setattr(procinfo, "group_members", forbidden)
+        fg = procinfo.describe_group(proc.pid, proc.pid, [])
+        assert (fg.name, fg.agent_id, fg.is_shell) == ("cat", None, False)
+    finally:
+        proc.kill()
+        proc.wait()
+        assert proc.stdin is not None
+        proc.stdin.close()
+
+
+def test_unchanged_group_is_described_ever_less_often() -> None:
+    from panewatch.procinfo import ForegroundTracker
+
+    tracker = ForegroundTracker(settle=0.0, refresh=1.0, max_refresh=8.0)
+    pid = __import__("os").getpid()
+    times = [t / 10 for t in range(0, 400)]
+    for now in times:
+        tracker.poll(now, pid, pid, [])
+    # 1 + re-descriptions at ~1, 3, 7, 15, 23, 31, 39 s: doubling up to the cap, not every second.
+    assert 6 <= tracker.describes <= 9

@@ -24,6 +24,10 @@ SHELLS = frozenset({
 # A script run by one of these is named by its script path, not by the interpreter.
 INTERPRETERS = frozenset({"node", "nodejs", "bun", "deno", "python", "ruby", "perl", "env", *SHELLS})
 # Package layouts put the real name above a generic entry point: .../@anthropic-ai/claude-code/cli.js
+# Launchers that may start the agent as a child in the same group: their children are looked at.
+WRAPPERS = frozenset({"npx", "npm", "pnpm", "pnpx", "yarn", "bunx", "uv", "uvx", "pipx", "sudo", "doas", "timeout",
+                      "nice", "nohup", "time", "script", "xargs", "watch", "direnv", "mise", "asdf", "nix", "make",
+                      "just"})
 _GENERIC_STEMS = frozenset({"cli", "index", "main", "entry", "run", "start", "app", "bundle"})
 _GENERIC_DIRS = frozenset({"dist", "bin", "build", "lib", "src", "out", "esm", "cjs", "node_modules"})
 
@@ -132,8 +136,27 @@ def group_members(pgid: int, session_pid: int) -> list[psutil.Process]:
     return found
 
 
+def _leader_alone(pgid: int, manifests: list[Manifest]) -> Foreground | None:
+    """The group described from its leader alone, when that settles it: the leader is a known agent,
+    or a plain program (`cat`, `vim`) that cannot be wrapping one. Listing a group's members means
+    walking every process on the machine (psutil's children()); with hundreds of panes that walk,
+    not detection, would dominate the runtime's CPU."""
+    with contextlib.suppress(psutil.Error, OSError):
+        leader = psutil.Process(pgid)
+        info = _info(leader)
+        if info is None or os.getpgid(pgid) != pgid:
+            return None
+        name, cmdline, _ = info
+        agent_id = match_agent(name, cmdline, manifests)
+        if agent_id is not None or not (_interpreter(name) or _base(name) in WRAPPERS):
+            return Foreground(pgid, pgid, name, cmdline, False, agent_id)
+    return None
+
+
 def describe_group(pgid: int, session_pid: int, manifests: Iterable[Manifest]) -> Foreground:
     manifests = list(manifests)
+    if (alone := _leader_alone(pgid, manifests)) is not None:
+        return alone
     infos: list[tuple[psutil.Process, str, tuple[str, ...], float]] = []
     for proc in group_members(pgid, session_pid):
         info = _info(proc)
@@ -170,10 +193,13 @@ class ForegroundTracker:
     child shows the shell's name until it calls exec), then only every `refresh` seconds (a wrapper
     such as npx starts the agent later in the same group; a script may exec it)."""
 
-    def __init__(self, settle: float = 2.0, min_interval: float = 0.1, refresh: float = 5.0) -> None:
+    def __init__(self, settle: float = 2.0, min_interval: float = 0.1, refresh: float = 5.0,
+                 max_refresh: float = 60.0) -> None:
         self.settle = settle
         self.min_interval = min_interval  # output can trigger hundreds of polls a second
         self.refresh = refresh
+        self.max_refresh = max_refresh  # an unchanged group is re-described ever less often
+        self._refresh = refresh
         self.current: Foreground | None = None
         self._changed_at = float("-inf")
         self._described_at = float("-inf")
@@ -187,13 +213,19 @@ class ForegroundTracker:
             return changed
         if self.current is None or pgid != self.current.pgid:
             self._changed_at = now
+            self._refresh = self.refresh
         else:
-            interval = self.min_interval if now - self._changed_at <= self.settle else self.refresh
+            settling = now - self._changed_at <= self.settle
+            interval = self.min_interval if settling else self._refresh
             if now - self._described_at < interval:
                 return False
+            if not settling:
+                self._refresh = min(self._refresh * 2, self.max_refresh)
         self._described_at = now
         self.describes += 1
         new = describe_group(pgid, session_pid, manifests)
         changed = new != self.current
+        if changed:
+            self._refresh = self.refresh
         self.current = new
         return changed
