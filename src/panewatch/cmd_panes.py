@@ -118,6 +118,8 @@ def cmd_new(ns: argparse.Namespace) -> int:
         print(f"panewatch new: --size {ns.size!r} is not COLSxROWS", file=sys.stderr)
         return 2
     cwd = str((ns.cwd or Path.cwd()).resolve())
+    if "/" in argv[0] and not os.path.isabs(argv[0]):  # ./script means here, not in the pane's --cwd
+        argv[0] = os.path.abspath(argv[0])
     try:
         card = asyncio.run(client.call("new", autostart=True, argv=argv, name=ns.name, cwd=cwd, env=dict(os.environ),
                                        agent=ns.agent, cols=cols, rows=rows))["card"]

@@ -121,7 +121,10 @@ def run(panes: int = 200, seconds: float = 40.0, seed: int = 7, screenshot: Path
 def _report(panes: int, seconds: float, ids: dict[str, int], log: list[dict[str, Any]],
             truth: list[dict[str, Any]], cpu: float) -> str:
     shown = [e for e in log if e.get("shown")]
-    detect_to_card = [(e["shown"] / 1000 - e["since"]) for e in shown if e["state"] == "blocked"]
+    blocked = [e for e in shown if e["state"] == "blocked"]
+    detect_to_card = [e["shown"] / 1000 - e["since"] for e in blocked]
+    detect_to_received = [e["received"] / 1000 - e["since"] for e in blocked]
+    received_to_painted = [(e["shown"] - e["received"]) / 1000 for e in blocked]
     by_pane: dict[int, list[dict[str, Any]]] = {}
     for e in shown:
         if e["id"] in ids:
@@ -147,6 +150,8 @@ def _report(panes: int, seconds: float, ids: dict[str, int], log: list[dict[str,
            f"daemon CPU {cpu:.0f}% of one core",
            "", "| latency | n | median ms | p95 ms | max ms |", "|---|---|---|---|---|",
            _row("daemon detects blocked → card painted in the browser", detect_to_card),
+           _row("  of which: detection → update received by the page", detect_to_received),
+           _row("  of which: received → painted (next animation frame)", received_to_painted),
            _row("prompt drawn (truth) → card painted in the browser", truth_to_card)]
     return "\n".join(out)
 

@@ -311,14 +311,14 @@ class Daemon:
     async def new_pane(self, msg: dict[str, Any]) -> Card:
         argv = msg.get("argv")
         if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
-            raise bad_request("new: a command is required (panewatch new -- CMD ...)")
+            raise bad_request("a command is required (panewatch new -- CMD ...)")
         cwd = str(msg.get("cwd") or Path.home())
         if not Path(cwd).is_dir():
-            raise bad_request(f"new: no such directory: {cwd}")
+            raise bad_request(f"no such directory: {cwd}")
         agent = msg.get("agent") or None
         if agent is not None and self.watcher.get(str(agent)) is None:
             known = ", ".join(m.id for m in self.watcher.current())
-            raise bad_request(f"new: unknown agent {agent!r} (known: {known})")
+            raise bad_request(f"unknown agent {agent!r} (known: {known})")
         given = msg.get("env")
         env = {str(k): str(v) for k, v in given.items()} if isinstance(given, dict) else dict(os.environ)
         for key in _PANE_ENV:
@@ -334,7 +334,7 @@ class Daemon:
             pane.start()
         except OSError as exc:
             local.endpoint.close()
-            raise RemoteError("spawn_failed", f"new: cannot run {argv[0]!r}: {exc.strerror or exc}") from None
+            raise RemoteError("spawn_failed", f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
         local.card = local.endpoint.card()
         self.hub.add(local)
         return local.card

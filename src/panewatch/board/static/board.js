@@ -206,7 +206,7 @@ function renderCard(card) {
     el("span", { class: "badge", text: card.state.toUpperCase() }),
     el("span", { class: "name", text: card.name || card.id, title: card.command }),
     el("span", { class: "pane-id", text: `#${card.id}` }),
-    el("span", { class: "agent", text: card.agent || "agent?" }),
+    el("span", { class: "agent", text: card.agent || "no agent" }),
     since);
   const meta = el("div", { class: "meta" },
     el("span", { class: "cwd", text: shortPath(card.cwd), title: card.cwd }),

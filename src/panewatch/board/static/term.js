@@ -39,6 +39,7 @@ export function open(id, api) {
   }
   term.reset();
   $("view").hidden = false;
+  document.body.classList.add("viewing");
   update(card);
   board.send({ op: "view", pane: id });
   term.focus();
@@ -52,6 +53,7 @@ export function close() {
   if (board) board.send({ op: "unview" });
   pane = null;
   $("view").hidden = true;
+  document.body.classList.remove("viewing");
 }
 
 export function frame(buffer) {
