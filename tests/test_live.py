@@ -179,12 +179,13 @@ def test_agent_started_from_a_shell_and_its_exit(fake: Path, tmp_path: Path) -> 
         assert change.new.source == "process"
         assert pane.foreground is not None and pane.foreground.is_shell
         assert "Do you want to proceed?" in pane.snapshot().text()  # stale text is still there...
-        assert pane.classify_now().state == "blocked"  # ...and the screen alone would still say blocked
-        assert pane.state.state == "exited" and not pane.exited  # but the pane does not: bash runs on
+        assert pane.classify_now().state == "exited"  # the pane, checked now, is not blocked...
+        assert pane.verdict.state == "blocked"  # ...though the screen alone would still say so
+        assert not pane.exited  # bash runs on
         pane.write(b"cat\r")  # another program in front after the agent: still no stale blocked
         await until(lambda: pane.foreground is not None and pane.foreground.name == "cat", "cat in front")
-        assert pane.classify_now().state == "blocked"
-        assert pane.state.state == "exited"
+        assert pane.classify_now().state == "exited"
+        assert pane.verdict.state == "blocked"
         pane.write(b"\x03")
         await until(lambda: pane.foreground is not None and pane.foreground.is_shell, "bash back")
         pane.write(b"exit 5\r")
@@ -261,3 +262,46 @@ def test_close_ends_the_command_and_records_it() -> None:
     run(main)
     last = json.loads(events.getvalue().splitlines()[-1])
     assert (last["state"], last["source"], last["detail"]) == ("exited", "process", "exit code 129")
+
+
+BLINKER = r'''
+import os, sys, tty
+tty.setraw(0)
+w = lambda s: (sys.stdout.write(s), sys.stdout.flush())
+w("\x1b]0;\u2733 Claude Code\x07\x1b[2J\x1b[H\u25cf Bash(touch x)\r\n")
+on = True
+while True:
+    key = os.read(0, 1)
+    if key == b"b":  # the tool's bullet blinks while a dialog waits: an animation, not a change
+        on = not on
+        w("\x1b[1;1H" + ("\u25cf" if on else " "))
+    elif key == b"c":  # a real change: new text
+        w("\x1b[3;1HDone.")
+    elif key == b"q":
+        break
+'''
+
+
+def test_hook_report_survives_animations_but_not_a_real_screen_change(tmp_path: Path) -> None:
+    script = tmp_path / "blinker.py"
+    script.write_text(BLINKER, encoding="utf-8")
+
+    async def main() -> None:
+        pane = LivePane([sys.executable, str(script)], cols=80, rows=24, env=env(), agent="claude")
+        pane.start()
+        await until(lambda: "Bash(touch x)" in pane.snapshot().text(), "first screen")
+        loop = asyncio.get_running_loop()
+        pane.report(Report("blocked", loop.time(), "hook", "PermissionRequest"))
+        assert pane.state.state == "blocked" and pane.state.source == "hook"
+        pane.write(b"b")  # bullet off: the screen differs from the one the report arrived on
+        await until(lambda: pane.snapshot().rows[0].startswith("  Bash"), "bullet blinked off")
+        assert pane.classify_now().state == "blocked", "a blinking bullet superseded the hook report"
+        pane.write(b"c")
+        await until(lambda: "Done." in pane.snapshot().text(), "real change drawn")
+        await until(lambda: pane.classify_now().state != "blocked", "report superseded by the change")
+        assert pane.state.source == "screen"
+        pane.write(b"q")
+        await pane.wait()
+        await pane.close()
+
+    run(main)

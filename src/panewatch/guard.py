@@ -71,7 +71,10 @@ class InputGuard:
         return self._prompt(self.pane.classify_now())
 
     def _prompt(self, checked: HasState) -> Prompt:
-        return parse_prompt(self.pane.snapshot(), checked if isinstance(checked, Verdict) else None)
+        # The screen verdict's row helps find the question; a pane returning its combined state may
+        # still expose the verdict it was computed from.
+        verdict = checked if isinstance(checked, Verdict) else getattr(self.pane, "verdict", None)
+        return parse_prompt(self.pane.snapshot(), verdict if isinstance(verdict, Verdict) else None)
 
     def send(self, text: str, enter: bool = True) -> None:
         """Type `text` (and Enter) into the pane, unless it waits on a prompt or its agent is gone."""

@@ -23,7 +23,7 @@ from typing import IO, Any
 from panewatch import paths
 from panewatch.cast import CastWriter
 from panewatch.classify import Verdict
-from panewatch.combine import PaneState, Report, combine
+from panewatch.combine import PaneState, Report, combine, screen_key
 from panewatch.detector import PaneDetector
 from panewatch.manifest import Manifest, ManifestError, ManifestSet, load_all
 from panewatch.policy import ChangeDrivenSchedule, PolicyConfig, Schedule
@@ -212,6 +212,7 @@ class LivePane:
         self._last_output = 0.0
         self._screen_changed_at = 0.0
         self._last_snapshot: Snapshot | None = None
+        self._report_key: tuple[str, ...] | None = None  # the screen a report arrived on, animations ignored
         self._agent_seen = False  # an agent held this pane (by process or by its screen)
         self._agent_by_process = False  # ... and we recognised its process
 
@@ -368,11 +369,19 @@ class LivePane:
         self._arm()
 
     def _observe_screen(self) -> None:
+        """Track when the screen last changed, which supersedes a report (combine.report_is_fresh).
+        While a report is in force, animations (a blinking bullet, a spinner, the title) do not count:
+        compared by `screen_key` against the screen the report arrived on. Without one, any change does."""
         snapshot = self.screen.snapshot()
-        if snapshot is not self._last_snapshot and snapshot != self._last_snapshot:
-            if self._last_snapshot is not None:
+        if snapshot is self._last_snapshot or snapshot == self._last_snapshot:
+            return
+        if self._last_snapshot is not None:
+            if self.report_in_force is None or self._report_key is None:
                 self._screen_changed_at = self._last_output  # the output that made the change
-            self._last_snapshot = snapshot
+            elif screen_key(snapshot) != self._report_key:
+                self._screen_changed_at = self._last_output
+                self._report_key = None  # superseded for good: later changes need no comparison
+        self._last_snapshot = snapshot
 
     def _check(self, now: float) -> Verdict:
         verdict = self.detector.classify_now()
@@ -380,12 +389,15 @@ class LivePane:
         self._update(now)
         return verdict
 
-    def classify_now(self) -> Verdict:
-        """Re-classify the screen now, whatever the schedule says (the input guard checks this way)."""
+    def classify_now(self) -> PaneState:
+        """Re-classify the screen now, whatever the schedule says, and return the combined state: the
+        input guard checks this way (a prompt a hook reported before it was drawn, or an agent that
+        exited, must refuse input too). The screen's own verdict is then `self.verdict`."""
         now = self._loop.time() if self._loop is not None else 0.0
         if self._session is not None:
             self._foreground_changed(now, self._session.foreground_pgid())
-        return self._check(now)
+        self._check(now)
+        return self.state
 
     @property
     def verdict(self) -> Verdict:
@@ -462,6 +474,7 @@ class LivePane:
         if not now - 60.0 <= report.t <= now:  # stamped on another clock: it arrived just now
             report = replace(report, t=now)
         self.report_in_force = report
+        self._report_key = screen_key(self.screen.snapshot())
         self._update(now)
 
     def _update(self, now: float) -> None:
