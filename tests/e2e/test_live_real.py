@@ -1,0 +1,227 @@
+"""The pinned real Claude Code, Codex and Gemini CLIs under panewatch's live runtime.
+
+* a headless LivePane (live_agents.LiveAgent): the live state timeline scored against the
+  scenario's truth (derived from the recording like a capture's: literals + mock tool windows,
+  not our classifier); the answer goes through the input guard and the agent carries on;
+* the prose trap never turns blocked;
+* Claude Code with panewatch's hooks: real hook calls reach the runtime's socket and move the state;
+* `panewatch run` inside an outer pty we own, as a user would run it.
+
+Skipped without the CLIs (scripts/install-agents). Every wait polls with a deadline. Live changes may
+lead (hooks) or lag (detection) the screen a little, so segments are scored with LIVE_GRACE; no
+latency is asserted (`panewatch bench agents` measures them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from panewatch.errors import PaneBlockedError
+from panewatch.guard import InputGuard
+from panewatch.live_agents import LiveAgent
+from panewatch.mock import MockServer
+from panewatch.mock.drive import PtyAgent
+from panewatch.mock.homes import MOCK_KIND, find_agents_bin, prepare
+from panewatch.scoring import score
+
+BIN = find_agents_bin()
+pytestmark = pytest.mark.skipif(BIN is None, reason="pinned agent CLIs not installed: run scripts/install-agents "
+                                                    "(or set PANEWATCH_AGENTS_BIN to their bin dir)")
+AGENTS = ("claude", "codex", "gemini")
+STARTUP, STEP = 60.0, 45.0
+LIVE_GRACE = 1.0  # seconds a live change may trail or lead the screen's truth at a transition
+
+
+def _need(agent: str) -> None:
+    assert BIN is not None
+    if not (BIN / agent).exists():
+        pytest.skip(f"{agent} not in {BIN}")
+
+
+def _run(make: Callable[[], Awaitable[None]]) -> None:
+    asyncio.run(asyncio.wait_for(make(), 110))
+
+
+def _state_at(timeline: list[tuple[float, str]], t: float) -> str:
+    state = timeline[0][1] if timeline else "idle"
+    for at, s in timeline:
+        if at > t:
+            break
+        state = s
+    return state
+
+
+def _check_against_truth(agent: LiveAgent) -> None:
+    """Every truth segment is detected, and where the live state differs from the truth it is within
+    LIVE_GRACE of a truth transition (detection trails the screen, hooks lead it)."""
+    truth, detected = agent.truth(), agent.detected()
+    shown = f"\ntruth    {[(round(t, 2), s) for t, s in truth]}\ndetected {[(round(t, 2), s) for t, s in detected]}"
+    for seg in score(truth, detected, truth[-1][0], grace=LIVE_GRACE).scored:
+        assert seg.latency is not None, f"{seg.state} at {seg.start:.2f}s never detected" + shown
+    bounds = [t for t, _ in truth[1:]]
+    cuts = sorted({t for t, _ in truth + detected if t <= truth[-1][0]})
+    for lo, hi in itertools.pairwise(cuts):
+        want, got = _state_at(truth, lo), _state_at(detected, lo)
+        if want == "ignore" or want == got:
+            continue
+        near = any(b - LIVE_GRACE <= lo and hi <= b + LIVE_GRACE for b in bounds)
+        assert near, f"{got} instead of {want} from {lo:.2f}s to {hi:.2f}s" + shown
+
+
+async def _bash_turn(agent: LiveAgent) -> None:
+    """Prompt → blocked → answer 'allow once' through the input guard → working → idle."""
+    assert await agent.ready(STARTUP), agent.text()
+    dialog = agent.profile.dialogs["bash"][0]
+    agent.watch(dialog)
+    await agent.submit("SCN=bash DELAY=1 run the scripted scenario")
+    blocked = await agent.wait_state("blocked", STEP)
+    assert blocked is not None, agent.text()
+    # Hooks can say blocked before the dialog is drawn: a user answers what they see.
+    assert await agent.until(lambda: dialog in agent.first_seen, 10), agent.text()
+    guard = InputGuard(agent.pane, pane_id=agent.pane_id)
+    with pytest.raises(PaneBlockedError):
+        guard.send("this must not land in the dialog")
+    answered_at = len(agent.changes)
+    for attempt in range(1, 4):
+        prompt = guard.prompt()
+        assert dialog in prompt.question or dialog in prompt.body, prompt
+        allow = prompt.option("allow_once")
+        assert allow is not None, prompt.options
+        result = await guard.answer(allow.number, prompt.fingerprint, timeout=5)
+        if result.cleared:
+            break
+        # Seen with Codex 0.171.0 under load: the first key press on a fresh approval is dropped.
+        # The guard says so (cleared=False, same prompt); a user presses again.
+        print(f"\n{agent.agent}: answer #{attempt} not taken; the prompt is still up")
+    assert result.cleared, agent.text()
+    assert await agent.turn_over(STEP), agent.text()
+    # The agent carried on: the tool's result went back to the model, then the final reply.
+    steps = [(e["step"], e["stop_reason"]) for e in agent.mock.events if e["event"] == "reply_sent"]
+    assert steps == [(0, "tool_use"), (1, "end_turn")]
+    # Working across the quiet tool call and the model's thinking: never idle before the final reply.
+    final = agent.mock_reply_sent("end_turn")[0]
+    after = [c for c in agent.changes[answered_at:] if c.mono < final]
+    assert "idle" not in {c.new.state for c in after}, [(c.new.state, c.new.source) for c in after]
+    assert any(c.new.state == "working" for c in agent.changes[answered_at:])
+
+
+@pytest.mark.parametrize("name", AGENTS)
+def test_live_pane_bash_answered_through_the_guard(name: str, tmp_path: Path) -> None:
+    _need(name)
+    agent = LiveAgent(name, tmp_path)
+
+    async def go() -> None:
+        async with agent:
+            await _bash_turn(agent)
+    _run(go)
+    blocked = [c for c in agent.changes if c.new.state == "blocked"]
+    assert len(blocked) == 1 and blocked[0].new.source == "screen", blocked
+    _check_against_truth(agent)
+
+
+@pytest.mark.parametrize("name", AGENTS)
+def test_live_pane_prose_trap_stays_idle(name: str, tmp_path: Path) -> None:
+    _need(name)
+    agent = LiveAgent(name, tmp_path)
+
+    async def go() -> None:
+        async with agent:
+            assert await agent.ready(STARTUP), agent.text()
+            await agent.submit("SCN=trap DELAY=1 explain the dialog")
+            assert await agent.turn_over(STEP), agent.text()
+    _run(go)
+    assert "blocked" not in {c.new.state for c in agent.changes}
+    assert "working" in {c.new.state for c in agent.changes}
+    _check_against_truth(agent)
+
+
+def test_live_pane_claude_hooks_move_the_state(tmp_path: Path) -> None:
+    _need("claude")
+    agent = LiveAgent("claude", tmp_path, hooks=True)
+
+    async def go() -> None:
+        async with agent:
+            await _bash_turn(agent)
+    _run(go)
+    assert agent.server is not None
+    assert agent.server.accepted >= 4 and not agent.server.rejected
+    got = [(r.detail.split()[0], r.state, after.state, after.source) for r, after in agent.reports]
+    events = [event for event, *_ in got]
+    assert events[:3] == ["UserPromptSubmit", "PreToolUse", "PermissionRequest"] and events[-1] == "Stop", got
+    for _event, reported, state, source in got:
+        # Each report moved the pane to what it says, unless a blocked screen held it (combine row 2).
+        assert (source, state) in (("hook", "idle" if reported == "done" else reported), ("screen", "blocked")), got
+    # No hook fires for a granted permission: the screen moving on ended PermissionRequest's 'blocked'.
+    assert [c.new.state for c in agent.changes if c.new.state != "exited"][-1] == "idle"
+    _check_against_truth(agent)
+
+
+# -- `panewatch run` in an outer pty -------------------------------------------------------------
+
+def _events(path: Path) -> list[dict[str, object]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _wait(cond: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.mark.parametrize("name", AGENTS)
+def test_panewatch_run_bash(name: str, tmp_path: Path) -> None:
+    _need(name)
+    from panewatch.capture import PROFILES
+
+    profile = PROFILES[name]
+    dialog, _ = profile.dialogs["bash"]
+    events, record = tmp_path / "events.jsonl", tmp_path / "session.cast"
+    with MockServer(MOCK_KIND[name], clock=time.time) as mock:
+        launch = prepare(name, tmp_path / "agent", mock.url, bin_dir=BIN)
+        env = launch.env | {k: os.environ[k] for k in ("PANEWATCH_CONFIG_DIR", "PANEWATCH_RUNTIME_DIR",
+                                                        "PANEWATCH_BOARD") if k in os.environ}
+        config = Path(env.get("PANEWATCH_CONFIG_DIR", tmp_path / "config"))
+        config.mkdir(parents=True, exist_ok=True)
+        (config / "config.toml").write_text("[notify]\nbackends = []\n")  # no desktop popups from tests
+        argv = [sys.executable, "-m", "panewatch", "run", "--agent", name, "--pane-id", "e2e",
+                "--events", str(events), "--record", str(record), "--", *launch.argv]
+        outer = PtyAgent(argv, env=env, cwd=launch.cwd, cols=120, rows=32)
+        outer.start()
+        try:
+            assert outer.wait_for(lambda s: any(r in s.text() for r in profile.ready), STARTUP), outer.text()
+            outer.type("SCN=bash DELAY=1 run the scripted scenario")
+            assert _wait(lambda: any(e["state"] == "blocked" for e in _events(events)), STEP), outer.text()
+            assert outer.wait_for(dialog, 10) is not None, outer.text()
+            answered = time.time()
+            assert outer.answer(PROFILES[name].answer, dialog, timeout=15) is not None, outer.text()
+            assert _wait(lambda: any(e["event"] == "reply_sent" and e["stop_reason"] == "end_turn"
+                                     for e in mock.events) and _events(events)[-1]["state"] == "idle",
+                         STEP), outer.text()
+            final = next(e["t"] for e in mock.events if e["event"] == "reply_sent" and e["stop_reason"] == "end_turn")
+        finally:
+            outer.close()
+    got = _events(events)
+    states = [e["state"] for e in got]
+    first_blocked = states.index("blocked")
+    assert "working" in states[:first_blocked], states
+    assert states[first_blocked + 1:].count("blocked") == 0, states
+    between = [e["state"] for e in got if answered < float(str(e["t"])) < final]
+    assert "idle" not in between, got
+    assert states[-1] in ("idle", "exited") and "idle" in states[first_blocked:], states
+    if name == "claude":  # `run` injected its hooks and they reached its socket
+        assert any(e["source"] == "hook" for e in got), got
+    assert record.stat().st_size > 0
