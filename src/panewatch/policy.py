@@ -30,7 +30,9 @@ class PolicyConfig:
     steady_after: int = 3
     steady_interval: float = 0.25
     burst_gap: float = 0.5  # output after this much silence starts a new burst
-    sweep: float = 1.0  # safety net when nothing seems to change
+    # Safety net only: a screen that did not change cannot change its verdict (manifest reloads and
+    # foreground changes trigger their own checks), so this can be slow and cost nothing at scale.
+    sweep: float = 5.0
 
 
 class ChangeDrivenSchedule:
