@@ -82,8 +82,16 @@ def new_agent(log: Path, name: str = "agent") -> str:
     out = cli("new", "--name", name, "--agent", "claude", "--size", "100x32", "--", sys.executable, str(AGENT),
               str(log), check=True)
     pane_id = out.stdout.strip()
-    wait_for(lambda: (c := card(pane_id)) is not None and c["rule"] == "shortcuts-footer", "the agent drew its screen",
-             interval=0.1)
+    seen: list[dict[str, Any] | None] = [None]
+
+    def drawn() -> bool:
+        seen[0] = card(pane_id)
+        return seen[0] is not None and seen[0]["rule"] == "shortcuts-footer"
+
+    try:
+        wait_for(drawn, "the agent drew its screen", interval=0.1)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; last card: {seen[0]}") from None
     return pane_id
 
 

@@ -33,6 +33,7 @@ from panewatch.prompt import Prompt, parse_prompt
 log = logging.getLogger("panewatch.board")
 
 REFRESH_DELAY = 0.15  # after output: re-read the prompt (while blocked), agent and size at most this often
+SETTLE_HORIZON = 0.5  # after output, follow the detector's checks this long (it settles within ~0.25 s)
 
 CardListener = Callable[[Card], None]
 OutputListener = Callable[[bytes], None]
@@ -54,6 +55,7 @@ class PaneEndpoint:
         self._viewers: dict[int, OutputListener] = {}
         self._ids = itertools.count(1)
         self._refresh: asyncio.TimerHandle | None = None
+        self._output_at = 0.0
         previous = pane.on_output
 
         def tap(data: bytes) -> None:
@@ -104,15 +106,24 @@ class PaneEndpoint:
                 viewer(data)
             except Exception:
                 log.exception("viewer failed")
-        if self._refresh is None:
-            with contextlib.suppress(RuntimeError):  # no running loop: nothing to schedule on
-                self._refresh = asyncio.get_running_loop().call_later(REFRESH_DELAY, self._on_refresh)
+        with contextlib.suppress(RuntimeError):  # no running loop: nothing to schedule on
+            loop = asyncio.get_running_loop()
+            self._output_at = loop.time()
+            if self._refresh is None:
+                self._refresh = loop.call_later(REFRESH_DELAY, self._on_refresh)
 
     def _on_refresh(self) -> None:
         self._refresh = None
         # The screen feed follows the output callback: by now it holds the bytes that triggered us.
         self._read_prompt()
         self._publish()
+        # A classification still pending (output not settled yet) may change the rule but not the
+        # state, which emits nothing: look again just after it, so the card names the deciding rule.
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        wait = self.pane.detector.next_due() - now
+        if now - self._output_at < SETTLE_HORIZON and wait < SETTLE_HORIZON and not self.pane.exited:
+            self._refresh = loop.call_later(max(wait, 0.0) + 0.02, self._on_refresh)
 
     def close(self) -> None:
         if self._refresh is not None:
