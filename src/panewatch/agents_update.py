@@ -105,9 +105,10 @@ def fetch_candidates(source: str) -> list[tuple[str, str | None, str]]:
             index: Any = json.loads(_fetch(urllib.parse.urljoin(base, "index.json")))
         except ValueError as exc:
             raise UpdateError(f"{base}index.json is not JSON: {exc}") from exc
-        names = index.get("manifests") if isinstance(index, dict) else index
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        listed = index.get("manifests") if isinstance(index, dict) else index
+        if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed):
             raise UpdateError(f"{base}index.json must list manifest file names")
+        names = [str(n) for n in listed]
     for name in names:
         url = urllib.parse.urljoin(base, name)
         label = urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1] or url
