@@ -48,6 +48,8 @@ class LiveAgent:
         self.reports: list[tuple[Report, PaneState]] = []  # hook reports, each with the state just after
         self.first_seen: dict[str, float] = {}  # literal -> loop time of the output that first showed it
         self.watching: set[str] = set()
+        self.gone_at: dict[str, float] = {}  # literal -> loop time of the output that erased it
+        self.watching_gone: set[str] = set()
         self.mock = MockServer(MOCK_KIND[agent], clock=time.monotonic)
         self.server: ReportServer | None = None
         self._pane: LivePane | None = None
@@ -115,7 +117,7 @@ class LiveAgent:
 
     def _on_output(self, _data: bytes) -> None:
         # Called before the pane feeds its screen: look right after, stamped with this read's time.
-        if self._loop is not None and self.watching:
+        if self._loop is not None and (self.watching or self.watching_gone):
             self._loop.call_soon(self._look, self._loop.time())
 
     def _look(self, t: float) -> None:
@@ -124,6 +126,10 @@ class LiveAgent:
             if literal in text:
                 self.first_seen[literal] = t
                 self.watching.discard(literal)
+        for literal in list(self.watching_gone):
+            if literal not in text:
+                self.gone_at[literal] = t
+                self.watching_gone.discard(literal)
 
     # -- driving -------------------------------------------------------------------------------
 
@@ -135,6 +141,11 @@ class LiveAgent:
         self.first_seen.pop(literal, None)
         self.watching.add(literal)
         self._look(self._now())
+
+    def watch_gone(self, literal: str) -> None:
+        """Note the time of the output after which `literal` is no longer on screen."""
+        self.gone_at.pop(literal, None)
+        self.watching_gone.add(literal)
 
     async def until(self, cond: Callable[[], bool], timeout: float) -> bool:
         deadline = self._now() + timeout
