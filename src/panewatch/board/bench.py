@@ -123,7 +123,8 @@ def _report(panes: int, seconds: float, ids: dict[str, int], log: list[dict[str,
     shown = [e for e in log if e.get("shown")]
     blocked = [e for e in shown if e["state"] == "blocked"]
     detect_to_card = [e["shown"] / 1000 - e["since"] for e in blocked]
-    detect_to_received = [e["received"] / 1000 - e["since"] for e in blocked]
+    detect_to_sent = [e["sent"] - e["since"] for e in blocked if e.get("sent")]
+    sent_to_received = [e["received"] / 1000 - e["sent"] for e in blocked if e.get("sent")]
     received_to_painted = [(e["shown"] - e["received"]) / 1000 for e in blocked]
     by_pane: dict[int, list[dict[str, Any]]] = {}
     for e in shown:
@@ -150,8 +151,9 @@ def _report(panes: int, seconds: float, ids: dict[str, int], log: list[dict[str,
            f"daemon CPU {cpu:.0f}% of one core",
            "", "| latency | n | median ms | p95 ms | max ms |", "|---|---|---|---|---|",
            _row("daemon detects blocked → card painted in the browser", detect_to_card),
-           _row("  of which: detection → update received by the page", detect_to_received),
-           _row("  of which: received → painted (next animation frame)", received_to_painted),
+           _row("  of which: detection → sent on the websocket (daemon)", detect_to_sent),
+           _row("  of which: sent → handled by the page's script", sent_to_received),
+           _row("  of which: handled → rendered in the next animation frame", received_to_painted),
            _row("prompt drawn (truth) → card painted in the browser", truth_to_card)]
     return "\n".join(out)
 

@@ -2,7 +2,8 @@
 
 Server → browser, JSON text frames:
     {"op": "hello", "cooldown": S, "pid": N}
-    {"op": "cards", "full": bool, "cards": [CARD...], "gone": [ID...]}   batched: one frame per burst
+    {"op": "cards", "full": bool, "cards": [CARD...], "gone": [ID...], "t"?: sent at (unix time)}
+                                                                         batched: one frame per burst
     {"op": "result", "rid": N, "ok": bool, "error"?, "message"?, "prompt"?, ...}
 Server → browser, binary frames: 4-byte big-endian view generation, 1 byte (0 repaint, 1 output), bytes.
     A repaint of a newer generation starts the view afresh; frames of older generations are stale.
@@ -23,6 +24,7 @@ import contextlib
 import json
 import logging
 import struct
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -103,8 +105,8 @@ class BoardSession:
                 dirty, self._dirty = self._dirty, {}
                 cards = [c for c in dirty.values() if c is not None]
                 gone = [pane_id for pane_id, c in dirty.items() if c is None]
-                await self.ws.send_json({"op": "cards", "full": False, "cards": cards, "gone": gone},
-                                        dumps=_dumps)
+                await self.ws.send_json({"op": "cards", "full": False, "cards": cards, "gone": gone,
+                                         "t": round(time.time(), 4)}, dumps=_dumps)
             while self._output:
                 frames, self._output, self._output_size = self._output, [], 0
                 for frame in frames:

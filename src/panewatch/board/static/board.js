@@ -78,7 +78,7 @@ function connect() {
       return;
     }
     const msg = JSON.parse(event.data);
-    if (msg.op === "cards") applyCards(msg);
+    if (msg.op === "cards") queueCards(msg);
     else if (msg.op === "result") onResult(msg);
     else if (msg.op === "hello") notifyCooldown = msg.cooldown ?? notifyCooldown;
   };
@@ -145,7 +145,26 @@ function onResult(msg) {
 
 // -- cards ----------------------------------------------------------------------------------------
 
-function applyCards(msg) {
+// Batches are applied once per animation frame: however many arrive, the page lays out once.
+let queued = [];
+function queueCards(msg) {
+  msg.received = Date.now();
+  if (!queued.length) requestAnimationFrame(flushCards);
+  queued.push(msg);
+}
+
+function flushCards() {
+  const batch = queued;
+  queued = [];
+  const changed = [];
+  for (const msg of batch) applyCards(msg, changed);
+  reorder();
+  summarize();
+  const shown = Date.now();
+  for (const entry of changed) entry.shown = shown;  // the frame that paints them
+}
+
+function applyCards(msg, changed) {
   if (msg.full) {
     for (const id of [...cards.keys()]) if (!msg.cards.some((c) => c.id === id)) removeCard(id);
   }
@@ -155,8 +174,8 @@ function applyCards(msg) {
     reconcile(card, old);
     renderCard(card);
     if (!old || old.state !== card.state) {
-      const entry = { id: card.id, state: card.state, since: card.since, received: Date.now(), shown: null };
-      requestAnimationFrame(() => { entry.shown = Date.now(); });
+      const entry = { id: card.id, state: card.state, since: card.since, sent: msg.t ?? null, received: msg.received, shown: null };
+      changed.push(entry);
       renderLog.push(entry);
       if (renderLog.length > 20000) renderLog.splice(0, 10000);
       if (card.state === "blocked" && !firstLoad && (!old || old.state !== "blocked")) notify(card);
@@ -167,8 +186,6 @@ function applyCards(msg) {
     if (view) view.gone(id);
   }
   firstLoad = false;
-  reorder();
-  summarize();
   if (view) view.cardChanged(msg.cards);
 }
 
@@ -293,13 +310,16 @@ function say(id, kind, text) {
   if (cards.has(id)) renderCard(cards.get(id));
 }
 
+// A stable rank per card (state first, then longest waiting): one card's change moves one card,
+// so the grid is not re-laid out card by card on every update.
+const EPOCH = Math.floor(Date.now() / 1000) - 50_000_000;
 function reorder() {
-  const sorted = [...cards.values()].sort((a, b) =>
-    STATES.indexOf(a.state) - STATES.indexOf(b.state) || a.since - b.since || String(a.id).localeCompare(String(b.id)));
-  sorted.forEach((card, index) => {
+  for (const card of cards.values()) {
     const node = nodes.get(card.id);
-    if (node && node.style.order !== String(index)) node.style.order = String(index);
-  });
+    const waited = Math.min(99_999_999, Math.max(0, Math.floor(card.since) - EPOCH));
+    const rank = String(Math.max(0, STATES.indexOf(card.state)) * 100_000_000 + waited);
+    if (node && node.style.order !== rank) node.style.order = rank;
+  }
 }
 
 function summarize() {
