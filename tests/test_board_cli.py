@@ -229,3 +229,41 @@ def test_run_starts_the_daemon_registers_and_registers_again(tmp_path: Path) -> 
             proc.kill()
             proc.wait()
         os.close(master)
+
+
+@pytest.mark.parametrize("ending", ["sigterm", "pane_exits"])
+def test_attach_restores_the_terminal_on_every_way_out(serve: ServeProcess, tmp_path: Path, ending: str) -> None:
+    pane = new_agent(tmp_path / "agent.log")
+    master, slave = os.openpty()
+    set_winsize(slave, 100, 32)
+    before = termios.tcgetattr(slave)
+    proc = subprocess.Popen([sys.executable, "-m", "panewatch", "attach", pane], stdin=slave, stdout=slave,
+                            stderr=slave, start_new_session=True)
+    try:
+        _read_until(master, b"Claude Code v2.1.332")
+        if ending == "sigterm":
+            proc.send_signal(signal.SIGTERM)
+            expected, message = 128 + signal.SIGTERM, b"signal"
+        else:
+            os.write(master, b"\x04")  # the agent ends: the attach ends with it
+            expected, message = 0, b"exited"
+        _read_until(master, message)
+        assert proc.wait(15) == expected
+        assert termios.tcgetattr(slave) == before
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+        os.close(slave)
+
+
+def test_an_idle_daemon_started_on_demand_exits_by_itself() -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "panewatch", "serve", "--quiet", "--idle-exit", "0.5"])
+    try:
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "daemon is not running" in cli("ls").stderr
