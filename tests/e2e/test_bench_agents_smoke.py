@@ -1,0 +1,18 @@
+"""`panewatch bench agents` runs end to end (one CLI, one run): a table comes out, no failures."""
+
+from __future__ import annotations
+
+import pytest
+
+from panewatch.bench_agents import run
+from panewatch.mock.homes import find_agents_bin
+
+BIN = find_agents_bin()
+pytestmark = pytest.mark.skipif(BIN is None or not (BIN / "codex").exists(),
+                                reason="pinned agent CLIs not installed: run scripts/install-agents")
+
+
+def test_bench_agents_smoke() -> None:
+    table = run(reps=1, agents=("codex",), hooks=False)
+    row = next(line for line in table.splitlines() if line.startswith("codex"))
+    assert row.rstrip().endswith("-"), table  # the failures column is empty
