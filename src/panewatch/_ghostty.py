@@ -97,3 +97,27 @@ def vt_dump(term: Any) -> bytes:
         return data
     finally:
         lib.ghostty_formatter_free(formatter[0])
+
+
+class StateReader:
+    """Title, alternate-screen flag and cursor with the out-parameters allocated once (these run on
+    every snapshot; `Terminal.get` allocates and looks the key up on each call)."""
+
+    def __init__(self, term: Any) -> None:
+        self._term = term
+        self._title = ffi.new("GhosttyString*")
+        self._int = ffi.new("int*")
+        self._x = ffi.new("uint16_t*")
+        self._y = ffi.new("uint16_t*")
+
+    def read(self) -> tuple[str, bool, tuple[int, int]]:
+        t = self._term._t[0]
+        get = lib.ghostty_terminal_get
+        title = ""
+        if not get(t, lib.GHOSTTY_TERMINAL_DATA_TITLE, self._title) and self._title.len:
+            raw: bytes = ffi.buffer(self._title.ptr, self._title.len)[:]
+            title = raw.decode("utf-8", "replace")
+        core.check(get(t, lib.GHOSTTY_TERMINAL_DATA_ACTIVE_SCREEN, self._int), "active_screen")
+        core.check(get(t, lib.GHOSTTY_TERMINAL_DATA_CURSOR_X, self._x), "cursor_x")
+        core.check(get(t, lib.GHOSTTY_TERMINAL_DATA_CURSOR_Y, self._y), "cursor_y")
+        return title, bool(self._int[0]), (int(self._x[0]), int(self._y[0]))

@@ -89,7 +89,7 @@ def classification_cost(cols: int, rows: int, n: int = 2000) -> dict[str, float]
     rules_us = (time.perf_counter() - start) / n * 1e6
     start = time.perf_counter()
     for _ in range(n):
-        screen._cached = None  # force a fresh snapshot from the engine, as after a write
+        screen.invalidate()  # a fresh snapshot from the engine, as after a write
         classify(screen.snapshot(), claude)
     full_us = (time.perf_counter() - start) / n * 1e6
     return {"rules_us": rules_us, "snapshot_and_rules_us": full_us,

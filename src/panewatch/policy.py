@@ -28,7 +28,7 @@ class PolicyConfig:
     # `steady_after` checks with the same verdict, check at most every `steady_interval`
     # (still within the 0.3 s latency target); a changed verdict or a pause in output resets.
     steady_after: int = 3
-    steady_interval: float = 0.25
+    steady_interval: float = 0.3
     burst_gap: float = 0.5  # output after this much silence starts a new burst
     # Safety net only: a screen that did not change cannot change its verdict (manifest reloads and
     # foreground changes trigger their own checks), so this can be slow and cost nothing at scale.

@@ -60,6 +60,7 @@ class Screen:
     def __post_init__(self) -> None:
         self._term = _ghostty.new_terminal(self.cols, self.rows)
         self._text = _ghostty.VisibleText(self._term)
+        self._state = _ghostty.StateReader(self._term)
         self._reply: ReplyHandler | None = None
         self._cached: Snapshot | None = None
 
@@ -96,15 +97,17 @@ class Screen:
         self.stats.generation += 1
         self._cached = None
 
+    def invalidate(self) -> None:
+        """Forget the cached snapshot: the next one is read from the engine again."""
+        self._cached = None
+
     def snapshot(self) -> Snapshot:
         """The visible screen now. Cached until the next feed or resize."""
         if self._cached is not None:
             return self._cached
         try:
             text = self._text.read(self.cols, self.rows)
-            title = _ghostty.title(self._term)
-            alt = bool(self._term.get("active_screen", "int"))
-            cursor = self._term.cursor
+            title, alt, cursor = self._state.read()
         except Exception:
             self.stats.engine_errors += 1
             text, title, alt, cursor = "", "", False, (0, 0)
