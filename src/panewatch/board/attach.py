@@ -80,6 +80,23 @@ class _Attach:
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
         self._done = loop.create_future()
+        for sig in (signal.SIGTERM, signal.SIGHUP):  # before raw mode: a signal always unwinds through restore
+            loop.add_signal_handler(sig, self._finish, 128 + sig, f"[pane {self.pane_ref}: signal {sig}]")
+        task = loop.create_task(self._run(loop))
+        try:
+            await asyncio.wait([task, self._done], return_when=asyncio.FIRST_COMPLETED)
+            if not task.done():  # a signal during the setup: stop waiting on the daemon
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                return self._done.result()
+            return task.result()
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                loop.remove_signal_handler(sig)
+
+    async def _run(self, loop: asyncio.AbstractEventLoop) -> int:
+        assert self._done is not None
         peer = self._peer = await client.connect()
         peer.on_notify = self._on_notify
         runner = peer.start()
@@ -93,16 +110,13 @@ class _Attach:
         await self._follow_size()
         await peer.request("attach", pane=self.pane_id)
         loop.add_reader(0, self._on_key)
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            loop.add_signal_handler(sig, self._finish, 128 + sig, f"[pane {self.pane_id}: signal {sig}]")
         loop.add_signal_handler(signal.SIGWINCH, lambda: loop.create_task(self._follow_size()))
         runner.add_done_callback(lambda _t: self._finish(1, "[the panewatch daemon went away]"))
         try:
             return await self._done
         finally:
             loop.remove_reader(0)
-            for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH):
-                loop.remove_signal_handler(sig)
+            loop.remove_signal_handler(signal.SIGWINCH)
             peer.notify("detach")
             await peer.drain()
             await peer.close()
