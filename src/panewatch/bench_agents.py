@@ -7,6 +7,8 @@ input guard, `reps` times:
     answer → left       the guard writing the key → the pane's first event that is not blocked
     answer → erased     the guard writing the key → the pty read whose screen no longer shows the
                         dialog (the agent's own share of "answer → left")
+    dropped             answers the agent ignored (guard.answer: cleared=False, the same prompt
+                        still up) and that were pressed again; the times are from the press taken
 
 With hooks (Claude Code), PermissionRequest usually arrives before the dialog is drawn, so
 drawn → blocked is negative: the state leads the screen. Times are on the event loop's clock.
@@ -35,6 +37,7 @@ class Samples:
     answer_to_left: list[float] = field(default_factory=list)
     answer_to_erased: list[float] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    dropped: int = 0  # answers the agent ignored (the prompt stayed; pressed again)
 
 
 async def _one(agent_name: str, hooks: bool, samples: Samples) -> None:
@@ -59,9 +62,13 @@ async def _one(agent_name: str, hooks: bool, samples: Samples) -> None:
                 return
             agent.watch_gone(dialog)
             index = len(agent.changes)
-            pressed = asyncio.get_running_loop().time()
-            result = await guard.answer(allow.number, prompt.fingerprint, timeout=5)
-            if not result.cleared:
+            for _ in range(3):  # a dropped key press is counted, then pressed again as a user would
+                pressed = asyncio.get_running_loop().time()
+                result = await guard.answer(allow.number, prompt.fingerprint, timeout=3)
+                if result.cleared:
+                    break
+                samples.dropped += 1
+            else:
                 samples.failures.append(f"answer not taken ({result.state}, screen still shows the prompt)")
                 return
 
@@ -101,10 +108,11 @@ def run(reps: int = 3, agents: tuple[str, ...] = ("claude", "codex", "gemini"), 
             asyncio.run(asyncio.wait_for(_one(name, with_hooks, samples), 150))
         rows.append(samples)
     lines = [f"live latencies, bash scenario, {reps} run(s) per row, ms as median / max",
-             f"{'agent':<16} {'drawn → blocked':>17} {'answer → left':>17} {'answer → erased':>17}  failures"]
+             f"{'agent':<16} {'drawn → blocked':>17} {'answer → left':>17} {'answer → erased':>17}  "
+             "dropped  failures"]
     for s in rows:
         lines.append(f"{s.label:<16} {_fmt(s.drawn_to_blocked)} {_fmt(s.answer_to_left)} "
-                     f"{_fmt(s.answer_to_erased)}  {', '.join(s.failures) or '-'}")
+                     f"{_fmt(s.answer_to_erased)}  {s.dropped:>7}  {', '.join(s.failures) or '-'}")
     lines.append("drawn → blocked < 0: the hook's PermissionRequest put the pane in blocked before the dialog "
                  "was drawn; answer → erased is the agent's own redraw time")
     return "\n".join(lines)

@@ -139,6 +139,7 @@ class _Recording:
     rows: int
     argv: list[str]
     markers: list[tuple[float, str]] = field(default_factory=list)
+    resizes: list[tuple[float, str]] = field(default_factory=list)  # (t, "COLSxROWS")
 
     def write_cast(self, path: Path, pane: PtyAgent, title: str) -> None:
         events: list[tuple[float, int, str, str]] = []
@@ -148,6 +149,7 @@ class _Recording:
                 if text := decoders[kind].decode(data):
                     events.append((t, order, kind, text))
         events += [(t, 2, "m", label) for t, label in self.markers]
+        events += [(t, 3, "r", size) for t, size in self.resizes]
         events.sort(key=lambda e: (e[0], e[1]))
         with path.open("w", encoding="utf-8") as fh:
             writer = CastWriter(fh, self.cols, self.rows, 0.0, timestamp=int(time.time()), title=title,
@@ -163,7 +165,8 @@ def _idle(text: str, profile: AgentProfile, final: str) -> bool:
 
 def capture(agent: str, scenario: str, *, cols: int = 120, rows: int = 32, inline: bool = False,
             out: Path | None = None, case: str | None = None, answer: str | None = None,
-            delay: float = 1.0, bin_dir: Path | None = None, hold: float = HOLD) -> CaptureResult:
+            delay: float = 1.0, bin_dir: Path | None = None, hold: float = HOLD,
+            resize: tuple[int, int] | None = None) -> CaptureResult:
     """Record one scenario run and write its golden folder; raises CaptureError if it went wrong."""
     if agent not in PROFILES:
         raise CaptureError(f"unknown agent {agent!r}; known: {', '.join(PROFILES)}")
@@ -176,12 +179,13 @@ def capture(agent: str, scenario: str, *, cols: int = 120, rows: int = 32, inlin
     if bin_dir is None or not (bin_dir / agent).exists():
         raise CaptureError("pinned agent CLIs not found: run scripts/install-agents or set PANEWATCH_AGENTS_BIN")
     version = agent_version(agent, bin_dir)
-    case = case or f"{scenario}_{cols}x{rows}" + ("_inline" if inline else "")
+    case = case or (f"{scenario}_{cols}x{rows}" + ("_inline" if inline else "")
+                    + (f"_to_{resize[0]}x{resize[1]}" if resize else ""))
     root = out if out is not None else _default_root()
     scratch = Path(tempfile.mkdtemp(prefix=f"panewatch-capture-{agent}-{scenario}-"))
     try:
         truth = _run(profile, scenario, scratch, cols=cols, rows=rows, inline=inline, version=version,
-                     case=case, answer=answer, delay=delay, bin_dir=bin_dir, hold=hold)
+                     case=case, answer=answer, delay=delay, bin_dir=bin_dir, hold=hold, resize=resize)
     except (CaptureError, TruthError) as exc:
         raise CaptureError(str(exc), scratch) from exc
     folder = root / profile.corpus_dir / version / case
@@ -221,7 +225,7 @@ def _default_root() -> Path:
 
 def _run(profile: AgentProfile, scenario: str, scratch: Path, *, cols: int, rows: int, inline: bool,
          version: str, case: str, answer: str | None, delay: float, bin_dir: Path,
-         hold: float) -> dict[str, Any]:
+         hold: float, resize: tuple[int, int] | None) -> dict[str, Any]:
     literal, n_dialogs = profile.dialogs[scenario]
     key = answer if answer is not None else profile.answers.get(scenario, profile.answer)
     t0 = time.monotonic()
@@ -239,7 +243,7 @@ def _run(profile: AgentProfile, scenario: str, scratch: Path, *, cols: int, rows
         rec.markers.append((clock(), "spawned"))
         pane.start()
         try:
-            _drive(pane, rec, profile, scenario, literal, n_dialogs, key, delay, hold, clock)
+            _drive(pane, rec, profile, scenario, literal, n_dialogs, key, delay, hold, clock, resize)
         finally:
             rec.markers.append((clock(), "exit"))
             pane.close()
@@ -252,6 +256,7 @@ def _run(profile: AgentProfile, scenario: str, scratch: Path, *, cols: int, rows
         "argv": [Path(launch.argv[0]).name, *launch.argv[1:]],
         "env_extra": (profile.inline_env if inline else None) or None,
         "scenario": scenario, "answer_key": key, "timeline": timeline, "scoring": SCORING,
+        "resized_to": f"{resize[0]}x{resize[1]}" if resize else None,
         "truth_derivation": ("capture_truth.py: screen replay of the cast + literal strings "
                              f"(ready {list(profile.ready)}, busy {list(profile.busy)}, dialog {literal!r}) "
                              "+ mock tool windows; panewatch's classifier is not used"),
@@ -260,7 +265,8 @@ def _run(profile: AgentProfile, scenario: str, scratch: Path, *, cols: int, rows
 
 
 def _drive(pane: PtyAgent, rec: _Recording, profile: AgentProfile, scenario: str, literal: str,
-           n_dialogs: int, key: str, delay: float, hold: float, clock: Callable[[], float]) -> None:
+           n_dialogs: int, key: str, delay: float, hold: float, clock: Callable[[], float],
+           resize: tuple[int, int] | None = None) -> None:
     def fail(what: str) -> CaptureError:
         return CaptureError(f"{profile.agent}/{scenario}: {what}; screen:\n{pane.text()}")
 
@@ -285,6 +291,12 @@ def _drive(pane: PtyAgent, rec: _Recording, profile: AgentProfile, scenario: str
             raise fail(f"more dialogs than the {n_dialogs} the scenario makes")
         rec.markers.append((clock(), "dialog_seen"))
         time.sleep(hold)  # a blocked stretch long enough to score
+        if resize is not None and answered == 0:  # the window changes size while the dialog waits
+            rec.resizes.append((clock(), f"{resize[0]}x{resize[1]}"))
+            pane.resize(*resize)
+            if pane.wait_for(literal, STEP) is None:
+                raise fail("the dialog did not come back after the resize")
+            time.sleep(hold)
         before = pane.text()  # the dialog as answered (its first frame may still have been half drawn)
         rec.markers.append((clock(), "answer"))
         if pane.answer(key, functools.partial(_same_dialog, seen=before, literal=literal), timeout=15) is None:

@@ -44,7 +44,8 @@ def cmd_capture(ns: argparse.Namespace) -> int:
         try:
             result = capture(ns.agent, scenario, cols=cols, rows=rows, inline=ns.inline, out=ns.out,
                              case=ns.case if len(scenarios) == 1 else None,
-                             answer=_key(ns.answer) if ns.answer else None, delay=ns.delay)
+                             answer=_key(ns.answer) if ns.answer else None, delay=ns.delay,
+                             resize=ns.resize)
         except CaptureError as exc:
             print(f"capture {ns.agent}/{scenario} failed: {exc}", file=sys.stderr)
             failed += 1
@@ -70,6 +71,8 @@ def register(sub: Any) -> None:
     p.add_argument("--case", help="case folder name (default SCENARIO_COLSxROWS[_inline])")
     p.add_argument("--answer", metavar="KEY", help="key that answers each dialog (1, y, enter, esc …); "
                                                    "default: the agent's allow-once key")
+    p.add_argument("--resize", type=_size, metavar="COLSxROWS",
+                   help="resize the terminal to this while the first dialog waits (an 'r' event in the cast)")
     p.add_argument("--delay", type=float, default=1.0, help="mock thinking time before each reply (default 1 s)")
     p.add_argument("--rederive", nargs="+", type=Path, metavar="DIR",
                    help="recompute the truth of captured folders from their cast and mock events, and exit")
