@@ -143,3 +143,29 @@ def test_attach_protocol_over_the_socket(tmp_path: Path) -> None:
             await daemon.close()
 
     run(body)
+
+
+def test_a_dropped_link_comes_back_as_the_same_pane(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PANEWATCH_BOARD", "connect")
+
+    async def body() -> None:
+        daemon = Daemon()
+        await daemon.start()
+        pane = LivePane([sys.executable, str(AGENT), str(tmp_path / "log")], pane_id="run-7", agent="claude")
+        link = BoardLink(pane)
+        pane.start()
+        link.start()
+        try:
+            first = await until(lambda: remote(daemon), "registered")
+            assert link.peer is not None
+            link.peer.writer.close()  # the connection drops; the daemon and the pane live on
+            await until(lambda: first.card["state"] == "exited", "the card notices")
+            second = await until(lambda: (h := remote(daemon)) is not first and h, "registered again")
+            assert second.id == first.id and len(daemon.hub.panes) == 1
+            await until(lambda: second.card["state"] == "idle", "live again")
+        finally:
+            await link.close()
+            await pane.close()
+            await daemon.close()
+
+    run(body)

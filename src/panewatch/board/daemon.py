@@ -286,7 +286,10 @@ class Daemon:
         card = msg.get("card")
         if conn.remote is not None or not isinstance(card, dict):
             raise bad_request("register: one card, once per connection")
-        conn.remote = RemotePane(self.hub, self.hub.new_id(), conn.peer, card)
+        # The same `run` coming back to this daemon (its connection dropped) keeps its id and card.
+        again = next((h for h in self.hub.panes.values() if isinstance(h, RemotePane) and h.peer.closed
+                      and h.card.get("pid") == card.get("pid") and h.card.get("name") == card.get("name")), None)
+        conn.remote = RemotePane(self.hub, again.id if again is not None else self.hub.new_id(), conn.peer, card)
         self.hub.add(conn.remote)
         return {"id": conn.remote.id}
 

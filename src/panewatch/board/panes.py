@@ -54,6 +54,7 @@ class Hub:
         return pane_id
 
     def add(self, handle: PaneHandle) -> None:
+        """Add a pane, or replace the handle of the pane with the same id."""
         self.panes[handle.id] = handle
         self.changed(handle.id)
 
