@@ -267,3 +267,18 @@ def test_an_idle_daemon_started_on_demand_exits_by_itself() -> None:
             proc.kill()
             proc.wait()
     assert "daemon is not running" in cli("ls").stderr
+
+
+def test_headless_panes_notify_through_the_daemon(tmp_path: Path) -> None:
+    got = tmp_path / "notified"
+    config = Path(os.environ["PANEWATCH_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text(f'[notify]\nbackends = []\ncommand = "echo $PANEWATCH_PANE $PANEWATCH_STATE '
+                                        f'>> {got}"\n')
+    server = start_serve()
+    try:
+        pane = new_agent(tmp_path / "agent.log", name="noisy")
+        cli("send", pane, "b", check=True)
+        wait_for(lambda: got.exists() and got.read_text() == "noisy blocked\n", "the command backend ran")
+    finally:
+        server.stop()

@@ -8,7 +8,7 @@ Unix-socket operations (JSON lines, see rpc.py), params → result:
 
     info                                        → {url, pid, port, panes, version}
     list                                        → {cards}
-    new      {argv, name?, cwd?, env?, cols?, rows?, agent?}  → {card}
+    new      {argv, name?, cwd?, env?, cols?, rows?, agent?}  → {card}; notified like `run` panes
     send     {pane, text, enter?}                refused while blocked (error pane_blocked + prompt)
     answer   {pane, option, fingerprint}         → {option, cleared, state, prompt_after}
     prompt   {pane}                             → {card} (its prompt, if blocked)
@@ -47,7 +47,8 @@ from panewatch.board.panes import Hub, LocalPane, RemotePane
 from panewatch.board.rpc import MAX_LINE, Peer, RemoteError
 from panewatch.board.security import Access, is_loopback, write_secret
 from panewatch.board.web import make_app
-from panewatch.live import LivePane, ManifestWatcher
+from panewatch.live import LivePane, ManifestWatcher, StateChange
+from panewatch.notify import Notifier
 from panewatch.settings import load_settings
 
 log = logging.getLogger("panewatch.board")
@@ -80,7 +81,10 @@ class Daemon:
         self.stats: Counter[str] = Counter()
         self.clients = 0  # open board tabs
         self.connections: set[_Conn] = set()
-        self.notify_cooldown = load_settings().notify.cooldown
+        settings = load_settings()
+        self.notify_cooldown = settings.notify.cooldown
+        self._settings = settings
+        self.notifier: Notifier | None = None  # desktop/command notifications for headless panes
         self.watcher = ManifestWatcher()
         self.access: Access | None = None
         self._lock_fd: int | None = None
@@ -183,6 +187,8 @@ class Daemon:
             self._runner = None
         if self._reports is not None:
             await self._reports.close()
+        if self.notifier is not None:
+            self.notifier.close()
         if self._lock_fd is not None:
             for name in ("board.json", "board.token"):
                 with contextlib.suppress(FileNotFoundError):
@@ -333,6 +339,7 @@ class Daemon:
         pane = LivePane(argv, pane_id=pane_id, cols=cols, rows=rows, env=env, cwd=cwd, agent=agent, headless=True,
                         manifests=self.watcher)
         local = LocalPane(self.hub, pane, name=str(msg.get("name") or Path(argv[0]).name), cwd=cwd)
+        pane.subscribe(lambda change: self._notify_change(local, change))
         try:
             pane.start()
         except OSError as exc:
@@ -341,6 +348,16 @@ class Daemon:
         local.card = local.endpoint.card()
         self.hub.add(local)
         return local.card
+
+    def _notify_change(self, local: LocalPane, change: StateChange) -> None:
+        """A headless pane has no terminal of its own: the daemon notifies for it (`run` panes notify themselves)."""
+        if change.old is None:
+            return
+        if self.notifier is None:
+            self.notifier = Notifier(self._settings, asyncio.get_running_loop().time)
+        prompt = local.endpoint.prompt.text() if change.new.state == "blocked" and local.endpoint.prompt else ""
+        self.notifier.on_change(local.card.get("name") or change.pane, change.agent or "", change.old.state,
+                                change.new.state, prompt)
 
     async def _hooks(self, pane_id: str, argv: list[str], env: dict[str, str], cwd: str) -> list[str]:
         """Claude Code panes get panewatch's hooks, reporting to one server shared by all headless panes."""
