@@ -11,8 +11,13 @@ def test_fixtures_table_scores_tail_and_screen() -> None:
     rows, latencies = bench_fixtures.table(find_cases(), load_all().list())
     assert len(rows) >= 30
     assert all(r.ours == r.truth for r in rows)
-    # The byte tail cannot see what cursor-placed words say: it misses every blocked and most working screens.
-    assert not any(r.tail == "blocked" for r in rows if r.truth == "blocked")
+    # The byte tail cannot see what cursor-placed words say: on the published-style captures (Claude
+    # Code drawing a dialog into its alternate screen) it misses every blocked screen...
+    published_style = {"claude/2.1.332/full_bash", "claude/2.1.332/edit", "claude/2.1.332/plan", "claude/2.1.332/ask"}
+    assert not any(r.tail == "blocked" for r in rows if r.truth == "blocked" and r.case in published_style)
+    # ...and over the whole corpus it is right far less often (a full repaint or an inline renderer
+    # sometimes lets it read a dialog).
+    assert sum(r.tail == r.truth for r in rows) < 0.7 * len(rows)
     assert {c.case for c in latencies} == {c.name for c in find_cases()}
 
 

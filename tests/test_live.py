@@ -256,12 +256,16 @@ def test_close_ends_the_command_and_records_it() -> None:
         pane.start()
         await until(lambda: "up" in pane.snapshot().text(), "output")
         await pane.close()
-        assert await pane.wait() == 129  # SIGHUP, as when a terminal window closes
+        # SIGHUP, as when a terminal window closes; SIGTERM follows if the hangup took more than its
+        # grace period (a loaded machine), so either is a clean end.
+        codes.append(await pane.wait())
+        assert codes[0] in (129, 143)
         assert pane.state.state == "exited"
 
+    codes: list[int] = []
     run(main)
     last = json.loads(events.getvalue().splitlines()[-1])
-    assert (last["state"], last["source"], last["detail"]) == ("exited", "process", "exit code 129")
+    assert (last["state"], last["source"], last["detail"]) == ("exited", "process", f"exit code {codes[0]}")
 
 
 BLINKER = r'''

@@ -121,8 +121,10 @@ def test_keys_pass_through_byte_for_byte(outer_factory: Callable[..., Outer]) ->
 
 
 def test_resize_reaches_the_child(outer_factory: Callable[..., Outer]) -> None:
-    outer = outer_factory("--", "bash", "-c", "stty size; trap 'stty size' WINCH; echo ready; "
-                          "while :; do sleep 0.05; done", cols=80, rows=24)
+    # `trap … INT`: without it bash ignores a ^C that lands as its `sleep` exits normally (bash's
+    # wait-and-cooperative-exit rule), a race this loop would hit now and then.
+    outer = outer_factory("--", "bash", "-c", "stty size; trap 'stty size' WINCH; trap 'exit 130' INT; "
+                          "echo ready; while :; do sleep 0.05; done", cols=80, rows=24)
     outer.see("ready")
     assert "24 80" in outer.text()
     set_winsize(outer.master, 101, 33)  # the kernel sends SIGWINCH to panewatch, the outer foreground

@@ -111,8 +111,12 @@ def is_shell_name(name: str) -> bool:
 
 
 def _info(proc: psutil.Process) -> tuple[str, tuple[str, ...], float] | None:
+    """Name, command line and start time; None for a process that is gone or a zombie (a command
+    that just ended lingers as one until its shell reaps it, and must not hold the pane)."""
     try:
         with proc.oneshot():
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                return None
             return proc.name(), tuple(proc.cmdline()), proc.create_time()
     except (psutil.Error, OSError):
         return None
