@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from panewatch.board.client import read_state
+from panewatch.board.link import BoardLink
 from panewatch.botuser import ANSWER_DELAY, TASK_DELAY, TASK_TEXTS
 from panewatch.errors import PanewatchError
 from panewatch.guard import InputGuard
@@ -44,6 +46,7 @@ class DemoPane:
     pane: LivePane
     guard: InputGuard
     rng: random.Random
+    link: BoardLink | None = None
     since: float = field(default_factory=time.monotonic)
     tasks: int = 0
     action: asyncio.Task[None] | None = None
@@ -62,6 +65,7 @@ class Demo:
         self.write = write or _stdout_write
         self.log = DemoLog()
         self.panes: list[DemoPane] = []
+        self._board_url = ""
         self.notifier = Notifier(load_settings(), time.monotonic, terminal_writer=self._terminal_notification)
 
     def _terminal_notification(self, data: bytes) -> None:
@@ -79,6 +83,9 @@ class Demo:
             pane.subscribe(self._subscriber(demo_pane))
             self.panes.append(demo_pane)
             pane.start()
+            # The fake agents show on the sessions board too (PANEWATCH_BOARD=off keeps them off it).
+            demo_pane.link = BoardLink(pane, name=f"demo {pane.pane_id}", command="panewatch demo (fake agent)")
+            demo_pane.link.start()
 
     def _subscriber(self, dp: DemoPane) -> Callable[[StateChange], None]:
         return lambda change: self._on_change(dp, change)
@@ -141,7 +148,7 @@ class Demo:
             lines.append(f"  {dp.pane.pane_id:<9} {dp.pane.agent or '?':<8} {_BADGE.get(st.state, st.state)} "
                          f"{now - dp.since:>6.1f}s  {decided}")
         lines += ["", f"  latest notification: {self.log.notification or '-'}", f"  bot user: {self.log.bot or '-'}",
-                  ""]
+                  f"  sessions board: {self._board_line()}", ""]
         needs = next((dp for dp in self.panes if dp.pane.state.state == "blocked"), None)
         shown = needs or (self.panes[0] if self.panes else None)
         if shown is not None:
@@ -159,11 +166,24 @@ class Demo:
             out.append(visible + "\x1b[K")
         return "\x1b[H" + "\r\n".join(out) + "\x1b[J"
 
+    def _board_line(self) -> str:
+        url = self.board_url()
+        return f"{url}  (open it: panewatch board)" if url else "(not linked)"
+
+    def board_url(self) -> str:
+        if not any(dp.link is not None and dp.link.connected for dp in self.panes):
+            return ""
+        if not self._board_url:
+            state = read_state() or {}
+            self._board_url = str(state.get("url") or "")
+        return self._board_url
+
     async def close(self) -> None:
         for dp in self.panes:
             if dp.action is not None:
                 dp.action.cancel()
         await asyncio.gather(*(dp.pane.close() for dp in self.panes), return_exceptions=True)
+        await asyncio.gather(*(dp.link.close() for dp in self.panes if dp.link is not None), return_exceptions=True)
         self.notifier.close()
 
 
@@ -180,6 +200,7 @@ async def run_demo(panes: int = 3, seconds: float | None = None, seed: int = 7, 
         quiet[3] &= ~termios.ECHO
         termios.tcsetattr(0, termios.TCSANOW, quiet)
     demo.write(ENTER_VIEW)
+    summary, board = "", ""
     try:
         await demo.start()
         deadline = None if seconds is None else loop.time() + seconds
@@ -189,6 +210,8 @@ async def run_demo(panes: int = 3, seconds: float | None = None, seed: int = 7, 
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), FRAME)
     finally:
+        summary = ", ".join(f"{dp.pane.pane_id} {dp.pane.state.state}" for dp in demo.panes)
+        board = " The sessions board stays up a while: panewatch board." if demo.board_url() else ""
         await demo.close()
         demo.write(LEAVE_VIEW)
         if saved is not None:
@@ -196,6 +219,5 @@ async def run_demo(panes: int = 3, seconds: float | None = None, seed: int = 7, 
                 termios.tcsetattr(0, termios.TCSANOW, saved)
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(sig)
-    summary = ", ".join(f"{dp.pane.pane_id} {dp.pane.state.state}" for dp in demo.panes)
-    print(f"panewatch demo: stopped ({summary}). Run your own agent with: panewatch run -- claude")
+    print(f"panewatch demo: stopped ({summary}). Watch your own agent with: panewatch run -- claude{board}")
     return 0
