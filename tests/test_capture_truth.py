@@ -71,6 +71,16 @@ def test_back_to_back_dialogs_are_one_stretch_but_a_real_gap_is_working() -> Non
     assert _timeline(text, mock, 2)[3:6] == [(2.1, "blocked"), (3.1, "working"), (3.7, "blocked")]
 
 
+def test_a_refused_dialog_that_ends_the_turn_goes_idle_as_it_goes() -> None:
+    text, mock = _session()
+    mock = [e for e in mock if e["t"] < 4.0]  # no tool result, no final reply: the turn ended at the dialog
+    with pytest.raises(TruthError, match="final"):
+        _timeline(text, mock, 1)
+    cast = parse_cast(text.splitlines())
+    timeline = [(e["t"], e["state"]) for e in derive_timeline(cast, mock, LIT, 1, declined=True)]
+    assert timeline[-3:] == [(2.1, "blocked"), (4.0, "idle"), (7.0, "ignore")]
+
+
 def test_a_run_that_misses_its_dialog_has_no_truth() -> None:
     text, mock = _session(trap=True)
     with pytest.raises(TruthError, match="dialog"):

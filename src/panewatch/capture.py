@@ -196,6 +196,11 @@ def capture(agent: str, scenario: str, *, cols: int = 120, rows: int = 32, inlin
     return CaptureResult(folder, truth)
 
 
+def declines(profile: AgentProfile, scenario: str, key: str) -> bool:
+    """An answer other than the allow-once key may refuse the tool and end the turn there."""
+    return key != profile.answers.get(scenario, profile.answer)
+
+
 def literals(profile: AgentProfile, scenario: str) -> tuple[Literals, int]:
     literal, n_dialogs = profile.dialogs[scenario]
     return Literals(profile.ready, profile.busy, (literal,) if literal else ()), n_dialogs
@@ -210,8 +215,10 @@ def rederive(folder: Path) -> dict[str, Any]:
     if profile is None or scenario not in profile.dialogs or "mock_events" not in truth:
         raise CaptureError(f"{folder}: not a folder written by `panewatch capture` (no scenario or mock events)")
     lit, n_dialogs = literals(profile, scenario)
+    declined = declines(profile, scenario, str(truth.get("answer_key", profile.answer)))
     try:
-        truth["timeline"] = derive_timeline(read_cast(folder / "session.cast"), truth["mock_events"], lit, n_dialogs)
+        truth["timeline"] = derive_timeline(read_cast(folder / "session.cast"), truth["mock_events"], lit, n_dialogs,
+                                            declined=declined)
     except TruthError as exc:
         raise CaptureError(f"{folder}: {exc}") from exc
     path.write_text(json.dumps(truth, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -250,7 +257,8 @@ def _run(profile: AgentProfile, scenario: str, scratch: Path, *, cols: int, rows
             rec.write_cast(scratch / "session.cast", pane, f"{profile.agent} {version} {case}")
         events = [{k: e.get(k) for k in ("t", "event", "step", "stop_reason", "tools")}
                   | {"t": round(float(e["t"]), 6)} for e in mock.events if e["event"] in ("request", "reply_sent")]
-    timeline = derive_timeline(read_cast(scratch / "session.cast"), events, *literals(profile, scenario))
+    timeline = derive_timeline(read_cast(scratch / "session.cast"), events, *literals(profile, scenario),
+                               declined=declines(profile, scenario, key))
     return {
         "agent": profile.agent, "agent_version": version, "case": case, "rows": rows, "cols": cols,
         "argv": [Path(launch.argv[0]).name, *launch.argv[1:]],
@@ -279,13 +287,17 @@ def _drive(pane: PtyAgent, rec: _Recording, profile: AgentProfile, scenario: str
     rec.markers.append((clock(), "submitted"))
     pane.write("\r")
     final = final_literal(scenario)
+    declined = declines(profile, scenario, key)
     answered = 0
+
+    def over(text: str) -> bool:  # a refusal may end the turn without the final reply
+        return _idle(text, profile, "" if declined and answered else final)
+
     while True:
-        snap = pane.wait_for(lambda s: (bool(literal) and literal in s.text()) or _idle(s.text(), profile, final),
-                             STEP)
+        snap = pane.wait_for(lambda s: (bool(literal) and literal in s.text()) or over(s.text()), STEP)
         if snap is None:
             raise fail("neither a dialog nor the end of the turn showed")
-        if _idle(snap.text(), profile, final) and not (literal and literal in snap.text()):
+        if over(snap.text()) and not (literal and literal in snap.text()):
             break
         if answered >= n_dialogs:
             raise fail(f"more dialogs than the {n_dialogs} the scenario makes")

@@ -19,7 +19,8 @@ Replaying the cast's output on an emulated screen (the pane's view, frame by fra
              to the first frame where it is gone (working again from there); a gap shorter than
              FLICKER between two such stretches is no gap (a redraw split across two reads)
     idle     from the first frame after the end_turn reply that shows the composer with neither
-             the busy marker nor a dialog
+             the busy marker nor a dialog (after a refused dialog that ended the turn: after the
+             dialog is gone)
     ignore   from the driver's `exit` marker (SIGTERM; the agent tears its screen down)
 
 Working therefore spans quiet tool calls and the model's silences: the scenario says the turn is
@@ -121,8 +122,12 @@ def dialog_stretches(shots: Sequence[Frame], windows: Sequence[tuple[float, floa
 
 
 def derive_timeline(cast: Cast, mock_events: Sequence[dict[str, Any]], lit: Literals,
-                    expected_dialogs: int) -> list[dict[str, Any]]:
-    """The truth timeline [{t, state, note}] (see the module docstring). Raises TruthError."""
+                    expected_dialogs: int, *, declined: bool = False) -> list[dict[str, Any]]:
+    """The truth timeline [{t, state, note}] (see the module docstring). Raises TruthError.
+
+    `declined`: the dialog was answered with a refusal, which may end the turn there (Claude's
+    "No", Codex's and Gemini's Esc): without a final reply, idle starts once the dialog is gone.
+    """
     shots = frames(cast)
     submitted = marker_time(cast, "submitted")
     exit_at = marker_time(cast, "exit")
@@ -160,8 +165,12 @@ def derive_timeline(cast: Cast, mock_events: Sequence[dict[str, Any]], lit: Lite
 
     final = [float(e["t"]) for e in mock_events if e.get("event") == "reply_sent"
              and e.get("stop_reason") == "end_turn"]
-    if not final:
+    if not final and not (declined and stretches):
         raise TruthError("the mock never sent the turn's final (end_turn) reply")
+    if not final:  # refused, and the agent asked the model nothing more: idle as the dialog goes
+        timeline[-1] = {"t": stretches[-1][1], "state": "idle", "note": "dialog refused: the turn ended there"}
+        timeline.append({"t": exit_at, "state": "ignore", "note": "capture over: SIGTERM, the agent exits"})
+        return _sorted_unique(timeline)
     after = max(final[-1], timeline[-1]["t"])
     idle = next((f for f in shots if f.t >= after and _shows(f.text, lit.ready)
                  and not _shows(f.text, lit.busy) and not _shows(f.text, lit.dialog)), None)

@@ -69,8 +69,9 @@ def register(sub: Any) -> None:
                    help="no alternate screen (Claude: CLAUDE_CODE_DISABLE_ALTERNATE_SCREEN=1, Codex: --no-alt-screen)")
     p.add_argument("--out", type=Path, help="corpus root (default: the bundled corpus, src/panewatch/corpus)")
     p.add_argument("--case", help="case folder name (default SCENARIO_COLSxROWS[_inline])")
-    p.add_argument("--answer", metavar="KEY", help="key that answers each dialog (1, y, enter, esc …); "
-                                                   "default: the agent's allow-once key")
+    p.add_argument("--answer", metavar="KEY",
+                   help="key that answers each dialog (1, y, enter, esc …); default: the agent's allow-once key; "
+                        "another key (a refusal) may end the turn at the dialog")
     p.add_argument("--resize", type=_size, metavar="COLSxROWS",
                    help="resize the terminal to this while the first dialog waits (an 'r' event in the cast)")
     p.add_argument("--delay", type=float, default=1.0, help="mock thinking time before each reply (default 1 s)")
