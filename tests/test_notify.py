@@ -211,3 +211,14 @@ def test_not_toml_falls_back_to_defaults(tmp_path: Path) -> None:
     settings = load_settings(path)
     assert settings.notify == NotifySettings()
     assert len(settings.warnings) == 1 and str(path) in settings.warnings[0] and "TOML" in settings.warnings[0]
+
+
+def test_agents_settings_are_known_and_checked(tmp_path: Path) -> None:
+    from panewatch.settings import load_settings
+
+    path = tmp_path / "config.toml"
+    path.write_text('[agents]\nupdate_from = " https://example.org/agents/ "\ncolour = 3\n', encoding="utf-8")
+    settings = load_settings(path)
+    assert settings.agents.update_from == "https://example.org/agents/"
+    assert any("agents.colour: unknown key" in w for w in settings.warnings)
+    assert not any("agents: unknown setting" in w for w in settings.warnings)

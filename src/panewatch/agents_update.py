@@ -32,6 +32,7 @@ from panewatch import paths
 from panewatch.corpus import GoldenCase, find_cases
 from panewatch.golden import run_case, with_replacement
 from panewatch.manifest import Manifest, ManifestError, load_all, load_manifest_text
+from panewatch.settings import load_settings
 
 MAX_BYTES = 512 * 1024  # a manifest is a few KB; anything this big is not one
 TIMEOUT = 15.0
@@ -59,14 +60,7 @@ class Outcome:
 
 def configured_source(config: Path | None = None) -> str | None:
     """`[agents] update_from` in config.toml, if set."""
-    path = config or paths.config_dir() / "config.toml"
-    try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return None
-    table = doc.get("agents")
-    value = table.get("update_from") if isinstance(table, dict) else None
-    return value if isinstance(value, str) and value.strip() else None
+    return load_settings(config).agents.update_from or None
 
 
 def _is_url(source: str) -> bool:

@@ -87,4 +87,7 @@ def register(sub: Any) -> None:
     q.add_argument("--agent")
     q.add_argument("file", metavar="FILE.cast")
     q.set_defaults(func=cmd_explain)
+    from panewatch.agents_update import register_update
+
+    register_update(agents)
     p.set_defaults(func=lambda ns: (p.print_help(), 2)[1])

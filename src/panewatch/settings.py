@@ -39,8 +39,14 @@ class NotifySettings:
 
 
 @dataclass(frozen=True)
+class AgentsSettings:
+    update_from: str = ""  # where `panewatch agents update` fetches manifests (URL or directory)
+
+
+@dataclass(frozen=True)
 class Settings:
     notify: NotifySettings = field(default_factory=NotifySettings)
+    agents: AgentsSettings = field(default_factory=AgentsSettings)
     path: str = ""  # the file read; "" when only defaults apply
     warnings: tuple[str, ...] = ()
 
@@ -63,19 +69,34 @@ def load_settings(path: Path | None = None, *, strict: bool = False) -> Settings
         return _finish(path, {}, [f"{path}: not valid TOML ({exc}); using defaults"], strict)
     problems: list[str] = []
     for key in doc:
-        if key != "notify":
-            problems.append(f"{path}: {key}: unknown setting (known: notify)")
+        if key not in ("notify", "agents"):
+            problems.append(f"{path}: {key}: unknown setting (known: notify, agents)")
     table = doc.get("notify", {})
     if not isinstance(table, dict):
         problems.append(f"{path}: notify: must be a table ([notify])")
         table = {}
-    return _finish(path, _notify(table, path, problems), problems, strict)
+    return _finish(path, _notify(table, path, problems), problems, strict, _agents(doc.get("agents", {}), path,
+                                                                                     problems))
 
 
-def _finish(path: Path, notify: dict[str, Any], problems: list[str], strict: bool) -> Settings:
+def _agents(table: Any, path: Path, problems: list[str]) -> AgentsSettings:
+    if not isinstance(table, dict):
+        problems.append(f"{path}: agents: must be a table ([agents])")
+        return AgentsSettings()
+    for key in sorted(set(table) - {"update_from"}):
+        problems.append(f"{path}: agents.{key}: unknown key (known: update_from)")
+    value = table.get("update_from", "")
+    if not isinstance(value, str):
+        problems.append(f"{path}: agents.update_from: must be a URL or a directory (a string)")
+        value = ""
+    return AgentsSettings(value.strip())
+
+
+def _finish(path: Path, notify: dict[str, Any], problems: list[str], strict: bool,
+            agents: AgentsSettings | None = None) -> Settings:
     if strict and problems:
         raise SettingsError(str(path), problems)
-    return Settings(NotifySettings(**notify), str(path), tuple(problems))
+    return Settings(NotifySettings(**notify), agents or AgentsSettings(), str(path), tuple(problems))
 
 
 def _notify(table: dict[str, Any], path: Path, problems: list[str]) -> dict[str, Any]:
