@@ -216,3 +216,27 @@ def test_write_after_exit_is_harmless() -> None:
         session.close()
 
     run(main)
+
+
+def test_child_gets_default_signals_even_if_we_ignore_them() -> None:
+    """Started from a background job, we inherit SIGINT ignored; the pane's program must not."""
+    async def main() -> None:
+        cap = Capture()
+        session = spawn("echo done; exec cat", cap)
+        await until(lambda: "done" in cap.text())
+        await until(lambda: psutil.Process(session.pid).name() == "cat")
+        with open(f"/proc/{session.pid}/status", encoding="ascii") as fh:
+            ignored = int(next(line for line in fh if line.startswith("SigIgn:")).split()[1], 16)
+        assert not ignored & (1 << (signal.SIGINT - 1)) and not ignored & (1 << (signal.SIGQUIT - 1))
+        session.write(b"\x03")  # Ctrl-C through the pty's line discipline ends cat
+        assert await session.wait() == 128 + signal.SIGINT
+        session.close()
+
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("needs /proc")
+    old_int, old_quit = signal.signal(signal.SIGINT, signal.SIG_IGN), signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+    try:
+        run(main)
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGQUIT, old_quit)

@@ -46,8 +46,19 @@ def get_winsize(fd: int) -> tuple[int, int]:
     return cols, rows
 
 
+# A terminal gives the program in it default signal handling, whatever its own parent had: started
+# from a background job or a service, we inherit SIGINT/SIGQUIT ignored, and exec keeps "ignored", so
+# Ctrl-C in the pane would do nothing (tmux and terminal emulators reset these too).
+_RESET_SIGNALS = tuple(getattr(signal, name) for name in (
+    "SIGINT", "SIGQUIT", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGHUP", "SIGTERM", "SIGCHLD", "SIGPIPE", "SIGWINCH")
+    if hasattr(signal, name))
+
+
 def _take_controlling_tty() -> None:  # runs in the child between fork and exec
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    for sig in _RESET_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
 
 
 class PtySession:
