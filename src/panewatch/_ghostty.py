@@ -1,6 +1,7 @@
 """Every reach into pyghostty's private cffi layer lives here, so an engine upgrade touches one file.
 
-pyghostty 0.1.3 exposes the window title only through the C API (`GHOSTTY_TERMINAL_DATA_TITLE`).
+pyghostty 0.1.3 exposes the window title only through the C API (`GHOSTTY_TERMINAL_DATA_TITLE`), and its
+high-level getters allocate on every call; snapshots are the hot path, so they read through here.
 """
 
 from __future__ import annotations
@@ -19,17 +20,6 @@ def new_terminal(cols: int, rows: int) -> Any:
     """A terminal that keeps no scrollback: we never classify history, and memory stays bounded."""
     term = pyghostty.Terminal(cols=cols, rows=rows, scrollback=0)
     return term
-
-
-def title(term: Any) -> str:
-    """The window title set by OSC 0/2 ('' when none)."""
-    out = ffi.new("GhosttyString*")
-    if lib.ghostty_terminal_get(term._t[0], lib.GHOSTTY_TERMINAL_DATA_TITLE, out):
-        return ""
-    if not out.len:
-        return ""
-    raw: bytes = ffi.buffer(out.ptr, out.len)[:]
-    return raw.decode("utf-8", "replace")
 
 
 class VisibleText:
