@@ -79,3 +79,10 @@ def test_memory_stays_bounded_whatever_it_is_fed() -> None:
     after = proc.memory_info().rss
     assert after - before < 16 * 1024 * 1024, f"grew by {(after - before) / 1e6:.1f} MB"
     assert screen.stats.fed_bytes > 24_000_000
+
+
+def test_snapshot_from_text_keeps_the_bottom_rows_and_pads() -> None:
+    from panewatch.screen import Snapshot
+
+    assert Snapshot.from_text("a\nb\nc", height=2).rows == ("b", "c")
+    assert Snapshot.from_text("a  ", height=3).rows == ("a", "", "")

@@ -34,8 +34,8 @@ class Snapshot:
     def from_text(text: str, *, title: str = "", width: int = 120, height: int | None = None) -> Snapshot:
         """A snapshot from plain text (tests, and the naive byte-tail baseline)."""
         rows = [r.rstrip() for r in text.split("\n")]
-        if height is not None:
-            rows = (rows + [""] * height)[-height:] if len(rows) > height else rows + [""] * (height - len(rows))
+        if height is not None:  # keep the bottom rows, as a terminal scrolls; pad short text with blanks
+            rows = rows[-height:] if len(rows) > height else rows + [""] * (height - len(rows))
         return Snapshot(rows=tuple(rows), title=title, width=width)
 
 
