@@ -43,3 +43,16 @@ def test_live_experiment_short_run_produces_the_table() -> None:
         assert f"| {name} |" in table
     prompts = states.count("blocked")
     assert f"{prompts} prompts" in table
+
+
+def test_scale_bench_runs_real_panes_under_each_policy() -> None:
+    """Two real panes fed by the load generator, each policy once (no timing asserted)."""
+    from panewatch import bench_scale
+
+    phases = bench_scale.run_scale(panes=2, seconds=6.0, rounds=1)
+    assert [p.name for p in phases] == ["our policy", "700 ms sweep", "700 ms sweep + skip unchanged"]
+    for phase in phases:
+        assert phase.checks > 0 and phase.window > 0
+        assert phase.false_blocked == 0
+    table = bench_scale.report(phases)
+    assert table.count("\n| 2 |") == 3
