@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,3 +28,15 @@ def example() -> bytes:
     data = EXAMPLE_PATH.read_bytes()
     assert data.startswith(b"\r\x1b[1C\x1b[1B\x1b[39mDo\x1b[5Gyou")
     return data
+
+
+@pytest.fixture
+def serve() -> Iterator[Any]:
+    """A real `panewatch serve` daemon in this test's private runtime dir (tests/boardutil.py)."""
+    from boardutil import start_serve
+
+    server = start_serve()
+    try:
+        yield server
+    finally:
+        server.stop()

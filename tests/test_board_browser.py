@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from boardutil import ServeProcess, cli, new_agent, start_serve, wait_for, wait_state
+from boardutil import ServeProcess, cli, new_agent, wait_for, wait_state
 
 CHROMIUM = os.environ.get("PANEWATCH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -42,15 +42,6 @@ def browser() -> Iterator[Any]:
             yield chromium
         finally:
             chromium.close()
-
-
-@pytest.fixture
-def serve() -> Iterator[ServeProcess]:
-    server = start_serve()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import termios
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +17,6 @@ import pytest
 
 from boardutil import AGENT, ServeProcess, card, cli, new_agent, start_serve, wait_for, wait_state
 from panewatch.pty_session import set_winsize
-
-
-@pytest.fixture
-def serve() -> Iterator[ServeProcess]:
-    server = start_serve()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def log_lines(log: Path) -> list[str]:
