@@ -350,6 +350,12 @@ def truth_line(truth: Truth, t: float) -> str:
     return json.dumps({"t": t, "state": truth.state, "prompt": truth.prompt, "task": truth.task}) + "\n"
 
 
+def _write_step(step: Write, write: Callable[[bytes], None], record: Recorder) -> None:
+    write(step.data)
+    if step.truth is not None:  # recorded once the bytes that show it are out
+        record(step.truth)
+
+
 def interpret(steps: Steps, *, write: Callable[[bytes], None], readline: Callable[[], str | None],
               record: Recorder, time_scale: float = 1.0, sleep: Callable[[float], None] = time.sleep,
               readkey: Callable[[], str | None] | None = None) -> None:
@@ -361,9 +367,7 @@ def interpret(steps: Steps, *, write: Callable[[bytes], None], readline: Callabl
         while True:
             reply = None
             if isinstance(step, Write):
-                write(step.data)
-                if step.truth is not None:
-                    record(step.truth)
+                _write_step(step, write, record)
             elif isinstance(step, Sleep):
                 sleep(step.seconds * time_scale)
             elif step.purpose == "answer" and readkey is not None:
@@ -385,9 +389,7 @@ async def interpret_async(steps: Steps, *, write: Callable[[bytes], None],
         while True:
             reply = None
             if isinstance(step, Write):
-                write(step.data)
-                if step.truth is not None:
-                    record(step.truth)
+                _write_step(step, write, record)
             elif isinstance(step, Sleep):
                 await asyncio.sleep(step.seconds * time_scale)
             else:

@@ -42,11 +42,7 @@ def conversation_position(body: dict[str, Any]) -> tuple[str, int]:
 
 
 def handle(ex: Exchange) -> None:
-    if ex.method == "HEAD":  # Claude Code probes the base URL with HEAD /
-        ex.send_empty()
-        return
-    if ex.method != "POST":
-        ex.send_json({})
+    if ex.answer_probe():
         return
     body = ex.body if isinstance(ex.body, dict) else {}
     if ex.path.endswith("/count_tokens"):

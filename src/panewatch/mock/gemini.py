@@ -70,11 +70,7 @@ def _schema(body: dict[str, Any]) -> Any:
 
 
 def handle(ex: Exchange) -> None:
-    if ex.method == "HEAD":
-        ex.send_empty()
-        return
-    if ex.method != "POST":
-        ex.send_json({})
+    if ex.answer_probe():
         return
     body = ex.body if isinstance(ex.body, dict) else {}
     action = ex.path.rsplit(":", 1)[-1] if ":" in ex.path else ""

@@ -39,13 +39,12 @@ def conversation_position(body: dict[str, Any]) -> tuple[str, int]:
 
 
 def handle(ex: Exchange) -> None:
-    if ex.method == "HEAD":
-        ex.send_empty()
-        return
     if ex.method == "GET" and ex.path.endswith("/models"):
         ex.send_json({"object": "list", "data": [], "models": []})
         return
-    if ex.method != "POST" or not ex.path.endswith("/responses"):
+    if ex.answer_probe():
+        return
+    if not ex.path.endswith("/responses"):
         ex.send_json({})
         return
     body = ex.body if isinstance(ex.body, dict) else {}

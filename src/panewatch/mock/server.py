@@ -98,6 +98,16 @@ class Exchange:
         if self.method != "HEAD":
             self._write(data)
 
+    def answer_probe(self) -> bool:
+        """Answer a HEAD probe or a non-POST side call harmlessly; True if it was one (handled)."""
+        if self.method == "HEAD":  # Claude Code probes the base URL with HEAD /
+            self.send_empty()
+            return True
+        if self.method != "POST":
+            self.send_json({})
+            return True
+        return False
+
     def send_empty(self, status: int = 200) -> None:
         self._h.send_response(status)
         self._h.send_header("Content-Length", "0")
