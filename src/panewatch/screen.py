@@ -43,7 +43,6 @@ class Snapshot:
 class ScreenStats:
     fed_bytes: int = 0
     engine_errors: int = 0  # exceptions the engine raised that we swallowed
-    generation: int = 0  # bumps on every feed/resize: "the screen may have changed"
 
 
 ReplyHandler = Callable[[bytes], None]
@@ -77,7 +76,6 @@ class Screen:
         if not data:
             return
         self.stats.fed_bytes += len(data)
-        self.stats.generation += 1
         self._cached = None
         try:
             self._term.feed(data)
@@ -94,7 +92,6 @@ class Screen:
             self.stats.engine_errors += 1
             return
         self.cols, self.rows = cols, rows
-        self.stats.generation += 1
         self._cached = None
 
     def invalidate(self) -> None:
