@@ -254,10 +254,9 @@ def test_stop_interrupts_a_long_delay() -> None:
     deadline = time.monotonic() + 5
     while not m.events and time.monotonic() < deadline:
         time.sleep(0.02)
-    started = time.monotonic()
     m.stop()
-    worker.join(10)
-    assert not worker.is_alive() and time.monotonic() - started < 5
+    worker.join(10)  # the stream would run 60 s: ending within the join means stop() cut it
+    assert not worker.is_alive()
     assert any(e["event"] == "client_gone" for e in m.events)
 
 
