@@ -6,21 +6,8 @@ sends one JSON line to `ReportServer`. The server checks the pane id and its sec
 stray or forged report cannot move another pane, and turns good lines into `combine.Report`s.
 Anything wrong is counted in `ReportServer.rejected` by reason and dropped; nothing raises.
 
-Claude Code 2.1.332 hook events used (checked against the pinned CLI's bundle and DESIGN.md):
-
-    UserPromptSubmit, PreToolUse, PostToolUse,        → working   (a turn or a tool is running)
-    PostToolUseFailure, PermissionDenied, ElicitationResult
-    PermissionRequest                                 → blocked   (fires as the dialog is displayed:
-                                                                   fast and certain, unlike
-                                                                   Notification's 6 s delay)
-    Elicitation                                       → blocked   (an MCP server asks the user)
-    Notification                                      → `pane notify` maps notification_type
-                                                        (permission_prompt → blocked, idle_prompt → idle)
-    Stop, StopFailure                                 → done      (turn over, or ended by an API error)
-
-Not used: SessionStart/SessionEnd (the process signal knows about exits; SessionStart also fires
-after an auto-compaction mid-turn), SubagentStart/SubagentStop, Pre/PostCompact, Setup, config and
-worktree events: none says whether the user is needed.
+Which Claude Code hook events are used and what each reports: core/hookevents.py (one table,
+also read by the hook client and by replays of recorded hooks).
 
 Hooks run synchronously (no `"async": true`): Claude waits for each one, which keeps reports in
 order (PreToolUse 'working' must not overtake PermissionRequest 'blocked'); the client's own
@@ -46,6 +33,7 @@ from typing import Any
 
 from panewatch import paths
 from panewatch.combine import Report
+from panewatch.core.hookevents import CLAUDE_HOOK_STATES, CLAUDE_TOOL_EVENTS, hook_detail
 from panewatch.paneclient import ENV_PANE_ID, ENV_SOCKET, ENV_TOKEN, MAX_MESSAGE, REPORT_STATES
 
 __all__ = [
@@ -63,21 +51,10 @@ REJECT_REASONS = ("bad_token", "unknown_pane", "bad_json", "too_large", "bad_sta
 READ_TIMEOUT = 2.0  # a client that connects and says nothing is dropped after this
 HOOK_TIMEOUT = 5  # seconds; Claude kills a hook after this (ours finishes in tens of ms)
 
-# event -> `panewatch pane ...` arguments. Tool events get matcher "*" (all tools).
+# event -> `panewatch pane ...` arguments; the events whose notification_type decides run `pane notify`.
 CLAUDE_HOOKS: dict[str, tuple[str, ...]] = {
-    "UserPromptSubmit": ("report", "working"),
-    "PreToolUse": ("report", "working"),
-    "PermissionRequest": ("report", "blocked"),
-    "PostToolUse": ("report", "working"),
-    "PostToolUseFailure": ("report", "working"),
-    "PermissionDenied": ("report", "working"),
-    "Elicitation": ("report", "blocked"),
-    "ElicitationResult": ("report", "working"),
-    "Notification": ("notify",),
-    "Stop": ("report", "done"),
-    "StopFailure": ("report", "done"),
+    event: ("notify",) if state is None else ("report", state) for event, state in CLAUDE_HOOK_STATES.items()
 }
-_TOOL_EVENTS = {"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "PermissionDenied"}
 
 OnReport = Callable[[str, Report], None]
 
@@ -190,22 +167,11 @@ class ReportServer:
             self.rejected["bad_state"] += 1
             return
         self.accepted += 1
-        report = Report(str(state), self._clock(), "hook", _detail(msg.get("event"), msg.get("payload")))
+        report = Report(str(state), self._clock(), "hook", hook_detail(msg.get("event"), msg.get("payload")))
         try:
             self.on_report(msg["pane"], report)
         except Exception:  # the runtime's bug must not take the socket down
             self.callback_errors += 1
-
-
-def _detail(event: object, payload: object) -> str:
-    """'PermissionRequest Bash', 'Notification: Claude needs your permission', ..."""
-    parts = [event] if isinstance(event, str) and event else []
-    if isinstance(payload, dict):
-        if isinstance(tool := payload.get("tool_name"), str):
-            parts.append(tool)
-        if isinstance(message := payload.get("message"), str):
-            parts.append(f"({message})")
-    return " ".join(parts)[:200]
 
 
 def hook_launcher() -> list[str]:
@@ -231,7 +197,7 @@ def claude_hook_settings(panewatch_argv: list[str]) -> dict[str, Any]:
         entry: dict[str, Any] = {"hooks": [{"type": "command", "command": shlex.join([*panewatch_argv, "pane", *args,
                                                                                       *extra]),
                                             "timeout": HOOK_TIMEOUT}]}
-        if event in _TOOL_EVENTS:
+        if event in CLAUDE_TOOL_EVENTS:  # all tools
             entry = {"matcher": "*", **entry}
         hooks[event] = [entry]
     return {"hooks": hooks}

@@ -3,9 +3,10 @@
 Runs inside agent hooks (Claude Code waits for PreToolUse hooks before it runs the tool), so it
 must never fail and never slow the agent down:
 
-* stdlib only, and only light modules (no asyncio, no argparse, nothing from panewatch that
-  imports them): startup dominates its cost. hooks.py, the runtime side, imports its constants
-  from here rather than the other way round, so there is one definition and this stays light;
+* stdlib only, and only light modules (no asyncio, no argparse, no typing; from panewatch only the
+  plain data of core/hookevents.py): startup dominates its cost. hooks.py, the runtime side, imports
+  its constants from here rather than the other way round, so there is one definition and this stays
+  light;
 * always exits 0 and never writes to stdout (Claude shows a hook's stdout in some cases);
 * without the pane environment (not started by panewatch) it does nothing at all;
 * socket connect + send bounded by SOCKET_TIMEOUT; stdin read bounded by STDIN_TIMEOUT.
@@ -20,6 +21,8 @@ import _socket  # the C module: `socket` drags in enum and selectors, ~4 ms at e
 import os
 import sys
 
+from panewatch.core.hookevents import NOTIFICATION_STATES  # plain data, no costly imports
+
 ENV_PANE_ID = "PANEWATCH_PANE_ID"
 ENV_TOKEN = "PANEWATCH_TOKEN"
 ENV_SOCKET = "PANEWATCH_SOCKET"
@@ -29,15 +32,6 @@ MAX_MESSAGE = 64 * 1024
 SOCKET_TIMEOUT = 0.5
 STDIN_TIMEOUT = 0.2
 STDIN_LIMIT = 1024 * 1024  # Edit/Write payloads carry whole files; read (to drain the pipe), keep little
-
-# Claude Code's Notification hook: notification_type -> state. Types not listed (auth_success,
-# elicitation_complete, ...) say nothing about the pane's state and are not reported.
-NOTIFICATION_STATES = {
-    "permission_prompt": "blocked",
-    "elicitation_dialog": "blocked",  # an MCP server asks the user a question
-    "elicitation_url_dialog": "blocked",
-    "idle_prompt": "idle",  # "Claude is waiting for your input" after a quiet minute
-}
 
 # Hook payload fields worth forwarding (small, useful for the board and notifications).
 _PAYLOAD_KEYS = ("hook_event_name", "tool_name", "notification_type", "message", "reason", "error")
