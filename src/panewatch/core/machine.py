@@ -1,0 +1,240 @@
+"""PaneMachine: one pane's state as a sans-I/O object. Events in, state changes out.
+
+Every pane source feeds one: a `run` PTY, a headless PTY, a tmux pane (local or remote), a replay.
+The caller owns the clock (`t` arguments, monotonic seconds, or cast time in a replay) and the
+timers: it asks `next_due()` and calls `tick(t)` then. Each event returns the state changes it
+caused (usually none, sometimes one), as h11's Connection returns events.
+
+Everything that decides what `combine()` is told lives here, and only here:
+
+* when the screen last changed, which supersedes a report (`combine.report_is_fresh`): while a
+  report is in force, animations (a blinking bullet, a spinner, the title) do not count — the
+  screen is compared by `screen_key` with the screen the report arrived on; without one, any
+  change of the visible screen does;
+* a report stamped on another clock (outside the last REPORT_SKEW seconds) counts as arriving now;
+* whether the agent still runs: an agent seen by its process or by its screen, then the shell (or a
+  program we can tell is not that agent) back in front, means it is gone;
+* which agent's rules judge the screen: pinned, else the foreground process's agent if a manifest
+  knows it, else identification by the screen;
+* exit: the last frame is judged, then the pane is exited for good.
+
+The screen-side detection (Screen + manifests + timing policy) is `PaneDetector`'s; signal priority
+is `combine()`'s alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from panewatch.classify import Verdict
+from panewatch.combine import PaneState, Report, combine, screen_key
+from panewatch.detector import PaneDetector
+from panewatch.manifest import Manifest
+from panewatch.policy import ChangeDrivenSchedule, Schedule
+from panewatch.screen import Screen, Snapshot
+
+REPORT_SKEW = 60.0  # seconds: a report stamped further back (or in the future) was stamped on another clock
+
+
+@dataclass(frozen=True, slots=True)
+class Foreground:
+    """Who holds the pane's terminal: its foreground process group, described. The runtime fills it
+    (psutil for a local tty, tmux formats for a tmux pane); the machine only reads it."""
+
+    pgid: int
+    name: str
+    cmdline: tuple[str, ...]
+    is_shell: bool  # a shell holds the pane (no agent found anywhere in the group)
+    agent_id: str | None  # the manifest whose `processes` match a member of the group
+    pid: int | None = None  # the process described: the group leader, else the group's newest process
+
+
+@dataclass(frozen=True, slots=True)
+class StateChange:
+    """One change of a pane's combined state, at `t` on the machine's clock. `wall` is unix time,
+    stamped by a live driver when it publishes the change (None in replays: the core reads no clock)."""
+
+    t: float
+    pane: str
+    old: PaneState | None
+    new: PaneState
+    agent: str | None
+    wall: float | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        t = self.t if self.wall is None else self.wall
+        return {"t": round(t, 6), "pane": self.pane, "state": self.new.state, "rule": self.new.rule,
+                "source": self.new.source, "agent": self.agent, "detail": self.new.detail or None}
+
+
+class PaneMachine:
+    """One pane: feed it events with their time; read `state`; publish what the events return."""
+
+    def __init__(self, manifests: Callable[[], list[Manifest]], cols: int, rows: int, *, pane_id: str = "",
+                 agent: str | None = None, schedule: Schedule | None = None, start: float = 0.0) -> None:
+        self.pane_id = pane_id
+        self.pinned_agent = agent
+        self._manifests = manifests
+        self.screen = Screen(cols, rows)
+        self.detector = PaneDetector(manifests, self.screen, schedule or ChangeDrivenSchedule(start=start),
+                                     agent_id=agent)
+        self.state = PaneState("idle", "screen", None)
+        self.report_in_force: Report | None = None
+        self.fg: Foreground | None = None
+        self.exit_code: int | None = None
+        self.has_exited = False
+        self.last_output = start
+        self._screen_changed_at = start
+        self._last_snapshot: Snapshot | None = None
+        self._report_key: tuple[str, ...] | None = None  # the screen a report arrived on, animations ignored
+        self._agent_seen = False  # an agent held this pane (by process or by its screen)
+        self._agent_by_process = False  # ... and we recognised its process
+        self._queued: list[StateChange] = []  # caused by classify_now(), handed out by the next event
+
+    # -- events in ---------------------------------------------------------------------------
+
+    def output(self, t: float, data: bytes) -> list[StateChange]:
+        """Bytes the pane's program wrote. Judged when the schedule says (`next_due()`), not now."""
+        if data:
+            self.last_output = t
+            self.detector.feed(t, data)
+        return self._flush([])
+
+    def resize(self, t: float, cols: int, rows: int) -> list[StateChange]:
+        self.last_output = t
+        self.detector.resize(t, cols, rows)
+        return self._flush([])
+
+    def report(self, t: float, report: Report) -> list[StateChange]:
+        """A hook, ACP or terminal-protocol report about this pane: the newest replaces any earlier one."""
+        if self.has_exited:
+            return self._flush([])
+        if not t - REPORT_SKEW <= report.t <= t:  # stamped on another clock: it arrived just now
+            report = replace(report, t=t)
+        self.report_in_force = report
+        self._report_key = screen_key(self.screen.snapshot())
+        return self._flush(self._update(t))
+
+    def foreground(self, t: float, fg: Foreground | None) -> list[StateChange]:
+        """Who holds the tty now (None: unknown, or the tty is gone). Unchanged news changes nothing."""
+        if fg == self.fg or self.has_exited:
+            return self._flush([])
+        self.fg = fg
+        self._refresh_agent()
+        return self._flush(self.check(t))
+
+    def manifests_changed(self, t: float) -> list[StateChange]:
+        """The manifests were reloaded: an edited rule applies to the screen already shown."""
+        if self.has_exited:
+            return self._flush([])
+        self._refresh_agent()
+        return self._flush(self.check(t))
+
+    def tick(self, t: float) -> list[StateChange]:
+        """Run the scheduled check; call when `next_due()` has come."""
+        if self.has_exited:
+            return self._flush([])
+        self.detector.tick(t)
+        self._observe_screen()
+        return self._flush(self._update(t))
+
+    def exited(self, t: float, code: int | None) -> list[StateChange]:
+        """The pane's program ended (`code` None: it could not be reaped). Its last frame is judged
+        first; then the pane stays exited whatever comes."""
+        if self.has_exited:
+            return self._flush([])
+        changes = self.check(t)
+        self.exit_code, self.has_exited = code, True
+        detail = f"exit code {code}" if code is not None else "the command did not exit"
+        return self._flush(changes + self._set_state(t, PaneState("exited", "process", None, detail)))
+
+    def check(self, t: float) -> list[StateChange]:
+        """Classify the screen now, whatever the schedule says, and combine."""
+        if self.has_exited:
+            return []
+        self.detector.classify_now()
+        self._observe_screen()
+        return self._update(t)
+
+    def classify_now(self, t: float) -> PaneState:
+        """The combined state re-checked now: the input guard's question (a prompt a hook reported
+        before it was drawn, or an agent that exited, must refuse input too). The changes it causes are
+        handed out by the next event; a driver that publishes at once calls `check(t)` instead."""
+        self._queued.extend(self.check(t))
+        return self.state
+
+    # -- queries -----------------------------------------------------------------------------
+
+    def next_due(self) -> float:
+        """When `tick()` wants to run next (inf once exited)."""
+        return float("inf") if self.has_exited else self.detector.next_due()
+
+    @property
+    def verdict(self) -> Verdict:
+        """The screen's own verdict, before combining."""
+        return self.detector.verdict
+
+    @property
+    def agent(self) -> str | None:
+        fg = self.fg
+        return self.pinned_agent or (fg.agent_id if fg else None) or self.detector.verdict.agent or None
+
+    # -- what combine() is told --------------------------------------------------------------
+
+    def _observe_screen(self) -> None:
+        """Track when the visible screen last changed (see the module docstring)."""
+        snapshot = self.screen.snapshot()
+        if snapshot is self._last_snapshot or snapshot == self._last_snapshot:
+            return
+        if self._last_snapshot is not None:
+            if self.report_in_force is None or self._report_key is None:
+                self._screen_changed_at = self.last_output  # the output that made the change
+            elif screen_key(snapshot) != self._report_key:
+                self._screen_changed_at = self.last_output
+                self._report_key = None  # superseded for good: later changes need no comparison
+        self._last_snapshot = snapshot
+
+    def _refresh_agent(self) -> None:
+        fg = self.fg
+        if fg is None or self.pinned_agent is not None:
+            return
+        known = fg.agent_id is not None and any(m.id == fg.agent_id for m in self._manifests())
+        self.detector.set_agent(fg.agent_id if known else None)
+
+    def _agent_running(self) -> bool | None:
+        """True: an agent holds the pane. False: it is gone (the shell, or a program we can tell is not
+        the agent we saw, holds the pane: a prompt still on screen is a leftover). None: unknown."""
+        fg = self.fg
+        if fg is None:
+            return None
+        if fg.agent_id is not None:
+            self._agent_seen = self._agent_by_process = True
+            return True
+        if fg.is_shell:
+            return False if self._agent_seen else None
+        if self._agent_by_process:  # `ls`, `reset`, `vim` after the agent: its process is known, not there
+            return False
+        if self.detector.verdict.agent:  # an unrecognised wrapper drawing a known agent's screen
+            self._agent_seen = True
+        return None
+
+    def _update(self, t: float) -> list[StateChange]:
+        if self.has_exited:
+            return []
+        running = self._agent_running()
+        new = combine(self.detector.verdict, self._screen_changed_at, self.report_in_force, running, t)
+        return self._set_state(t, new)
+
+    def _set_state(self, t: float, new: PaneState) -> list[StateChange]:
+        old, self.state = self.state, new
+        if new.state == old.state:
+            return []
+        return [StateChange(t, self.pane_id, old, new, self.agent)]
+
+    def _flush(self, changes: list[StateChange]) -> list[StateChange]:
+        if not self._queued:
+            return changes
+        queued, self._queued = self._queued, []
+        return queued + changes
