@@ -1,10 +1,13 @@
-"""Every golden case (a folder with session.cast + truth.json) replays to its truth timeline."""
+"""Every golden case (a folder with session.cast + truth.json) replays to its truth timeline.
+
+What is scored is the combined state: the replay drives a PaneMachine with the cast and the hook
+reports recorded with it (Claude Code cases), as a live pane would get them."""
 
 from __future__ import annotations
 
 import pytest
 
-from panewatch.corpus import find_cases
+from panewatch.corpus import find_cases, frame_differences
 from panewatch.golden import run_case
 from panewatch.manifest import load_all
 from panewatch.policy import PolicyConfig
@@ -21,6 +24,8 @@ def test_corpus_is_not_empty() -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_case_replays_to_truth(case) -> None:  # type: ignore[no-untyped-def]
+    changed = frame_differences(case)
+    assert not changed, f"the screen changed, so the rules see another screen (tests/test_frames.py): {changed[0]}"
     outcome = run_case(case, MANIFESTS)
     for segment in outcome.score.scored:
         assert segment.latency is not None, f"{segment.state} at {segment.start:.2f}s never detected"
@@ -37,3 +42,20 @@ def test_case_replays_to_truth(case) -> None:  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_case_replays_with_agent_pinned(case) -> None:  # type: ignore[no-untyped-def]
     assert run_case(case, MANIFESTS, agent=case.agent).ok
+
+
+HOOKED = [c for c in CASES if c.reports()]
+
+
+@pytest.mark.parametrize("case", HOOKED, ids=[c.name for c in HOOKED])
+def test_recorded_hook_reports_are_scored_with_the_screen(case) -> None:  # type: ignore[no-untyped-def]
+    """The hooks speak (UserPromptSubmit before the screen shows work, Stop before the idle screen), and
+    their "blocked" (Notification, ~6 s into the dialog) ends with the dialog: no hook fires when the
+    permission is granted, the screen's change supersedes the report."""
+    outcome = run_case(case, MANIFESTS)
+    assert {c.pane.source for c in outcome.result.changes} == {"screen", "hook"}
+    assert outcome.ok, outcome.summary()
+
+
+def test_the_claude_cases_with_hooks_are_there() -> None:
+    assert {c.path.name for c in HOOKED} >= {"full_bash", "edit", "plan", "ask"}

@@ -1,13 +1,16 @@
-"""Run golden cases through replay and score them: shared by the tests, `agents check` and the benches."""
+"""Run golden cases through replay and score them: shared by the tests, `agents check` and the benches.
+
+The replay drives a PaneMachine with the cast and the hook reports recorded with it, so what is scored
+is the pane's combined state, as live."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from panewatch.core.replay import ReplayResult, replay
 from panewatch.corpus import GoldenCase
 from panewatch.manifest import Manifest
-from panewatch.replay import ReplayResult, replay
-from panewatch.scoring import Score, score
+from panewatch.scoring import Detected, Score, score
 
 
 @dataclass
@@ -29,8 +32,8 @@ class CaseResult:
 
 
 def run_case(case: GoldenCase, manifests: list[Manifest], agent: str | None = None) -> CaseResult:
-    result = replay(case.cast(), manifests, agent=agent)
-    detected = [(c.t, c.state) for c in result.changes]
+    result = replay(case.cast(), manifests, agent=agent, reports=case.reports())
+    detected: list[Detected] = [(c.t, c.state, c.pane.source) for c in result.changes]
     return CaseResult(case, result, score(case.timeline, detected, result.duration))
 
 

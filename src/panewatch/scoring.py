@@ -2,6 +2,11 @@
 
 Truth entry t = when the rendered screen first shows the state; the expected state at time t is
 the last entry with entry.t <= t; 'ignore' entries are not scored.
+
+A detected change may carry its source (`(t, state, source)`). A state that a report (hook, ACP)
+said up to REPORT_LEAD seconds before the screen showed it is early, not wrong: the agent told us
+first (Claude Code's Stop hook fires ~0.05 s before its idle screen is drawn). Screen verdicts get
+no such allowance: the truth is when the screen shows the state.
 """
 
 from __future__ import annotations
@@ -9,6 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 LATENCY_BOUND = 0.3  # seconds: every change detected within this of the screen showing it
+REPORT_LEAD = 0.3  # seconds a report may say the next state before the screen shows it
+_SCREEN_SOURCES = ("screen", "process")
+
+Detected = tuple[float, str] | tuple[float, str, str]  # (t, state) or (t, state, source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +28,7 @@ class Segment:
     latency: float | None  # None = never detected within the segment
     wrong_seconds: float  # time after the grace window where the detected state differed
     false_blocked: float  # seconds detected blocked while truth was not blocked (after grace)
+    early: float = 0.0  # seconds a report showed the next segment's state before the screen did
 
 
 @dataclass
@@ -46,35 +56,40 @@ class Score:
                    for s in self.scored) and self.false_blocked == 0.0
 
 
-def _intervals(changes: list[tuple[float, str]], start: float, end: float) -> list[tuple[float, float, str]]:
-    """Detected states as (from, to, state) pieces clipped to [start, end)."""
-    out: list[tuple[float, float, str]] = []
-    for i, (t, state) in enumerate(changes):
+def _intervals(changes: list[Detected], start: float, end: float) -> list[tuple[float, float, str, str]]:
+    """Detected states as (from, to, state, source) pieces clipped to [start, end)."""
+    out: list[tuple[float, float, str, str]] = []
+    for i, change in enumerate(changes):
         t_next = changes[i + 1][0] if i + 1 < len(changes) else float("inf")
-        lo, hi = max(t, start), min(t_next, end)
+        lo, hi = max(change[0], start), min(t_next, end)
         if lo < hi:
-            out.append((lo, hi, state))
+            out.append((lo, hi, change[1], change[2] if len(change) > 2 else "screen"))
     return out
 
 
-def score(truth: list[tuple[float, str]], detected: list[tuple[float, str]], end: float,
-          grace: float = LATENCY_BOUND) -> Score:
-    """`truth` and `detected` are (t, state) lists sorted by t; `end` closes the last segment."""
+def score(truth: list[tuple[float, str]], detected: list[Detected], end: float,
+          grace: float = LATENCY_BOUND, lead: float = REPORT_LEAD) -> Score:
+    """`truth` and `detected` are sorted by t; `end` closes the last segment."""
     result = Score()
     for i, (start, state) in enumerate(truth):
         seg_end = truth[i + 1][0] if i + 1 < len(truth) else end
+        following = truth[i + 1][1] if i + 1 < len(truth) else None
         if seg_end <= start:
             continue
         pieces = _intervals(detected, start, seg_end)
-        latency = next((max(0.0, lo - start) for lo, _, s in pieces if s == state), None)
-        wrong = false_blocked = 0.0
+        latency = next((max(0.0, lo - start) for lo, _, s, _ in pieces if s == state), None)
+        wrong = false_blocked = early = 0.0
         if state != "ignore":
-            for lo, hi, s in pieces:
+            for lo, hi, s, source in pieces:
                 lo = max(lo, start + grace)
                 if lo >= hi or s == state:
+                    continue
+                if s == following and source not in _SCREEN_SOURCES and hi == seg_end and seg_end - lo <= lead:
+                    early += hi - lo
                     continue
                 wrong += hi - lo
                 if s == "blocked":
                     false_blocked += hi - lo
-        result.segments.append(Segment(start, seg_end, state, latency, round(wrong, 6), round(false_blocked, 6)))
+        result.segments.append(Segment(start, seg_end, state, latency, round(wrong, 6), round(false_blocked, 6),
+                                       round(early, 6)))
     return result

@@ -1,0 +1,232 @@
+"""PaneMachine: what combine() is told, in virtual time, and the same state sequence as a live pane.
+
+The bytes are a real Claude Code 2.1.332 capture (corpus bash_120x32) cut into stages: working, an
+animation only, the permission dialog drawn, the dialog answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from panewatch.cast import Cast, CastEvent
+from panewatch.combine import Report
+from panewatch.core.machine import Foreground, PaneMachine, StateChange
+from panewatch.core.replay import replay
+from panewatch.corpus import find_cases
+from panewatch.live import LivePane
+from panewatch.manifest import load_all
+from panewatch.screen import Screen, Snapshot
+
+MANIFESTS = load_all().list()
+CASE = next(c for c in find_cases() if c.name == "claude/2.1.332/bash_120x32")
+CAST = CASE.cast()
+CUTS = (5.0, 5.4, 6.5, 7.5)  # working | spinner and bullet animate | dialog drawn | dialog answered
+
+
+def _chunks() -> list[bytes]:
+    out, lo = [], float("-inf")
+    for hi in CUTS:
+        out.append("".join(e.data for e in CAST.events if e.kind == "o" and lo < e.t <= hi)
+                   .encode("utf-8", "surrogateescape"))
+        lo = hi
+    return out
+
+
+CHUNKS = _chunks()
+COLS, ROWS = CAST.header.width, CAST.header.height
+EARLY = Report("blocked", 0.0, "hook", "PermissionRequest Bash")  # a report before the screen shows a dialog
+
+
+def machine(**kwargs: object) -> PaneMachine:
+    return PaneMachine(lambda: MANIFESTS, COLS, ROWS, pane_id="m", **kwargs)  # type: ignore[arg-type]
+
+
+def settle(m: PaneMachine, t: float) -> list[StateChange]:
+    """Run every check due before `t`."""
+    out: list[StateChange] = []
+    while (due := m.next_due()) < t:
+        out += m.tick(due)
+    return out
+
+
+def staged(m: PaneMachine, report_after_first: Report | None) -> list[tuple[str, str]]:
+    """(state, source) after each chunk, one chunk a second; the report arrives after the first."""
+    seen = []
+    for k, chunk in enumerate(CHUNKS):
+        m.output(k + 1.0, chunk)
+        settle(m, k + 1.9)
+        if k == 0 and report_after_first is not None:
+            m.report(1.95, report_after_first)
+        seen.append((m.state.state, m.state.source))
+    return seen
+
+
+def test_a_report_holds_until_the_screen_changes_and_animations_do_not_count() -> None:
+    assert staged(machine(agent="claude"), Report("blocked", 1.95, "hook")) == [
+        ("blocked", "hook"),  # the screen says working; the agent said blocked: it speaks until the screen moves
+        ("blocked", "hook"),  # a spinner and a blinking bullet are not a change
+        ("blocked", "screen"),  # the dialog drawn: the screen's blocked, never overridden
+        ("working", "screen"),  # answered: the report is stale, the screen speaks
+    ]
+    # Without the report the screen alone speaks.
+    assert staged(machine(agent="claude"), None) == [
+        ("working", "screen"), ("working", "screen"), ("blocked", "screen"), ("working", "screen")]
+
+
+def test_a_report_stamped_on_another_clock_arrives_now() -> None:
+    m = machine(agent="claude", start=1000.0)
+    m.output(1001.0, CHUNKS[0])
+    settle(m, 1001.9)
+    # Stamped with unix time (far ahead of this clock): taken as arriving at 1002, so still fresh.
+    [change] = m.report(1002.0, Report("idle", 1.7e9, "hook"))
+    assert (change.t, change.new.state, change.new.source) == (1002.0, "idle", "hook")
+    assert m.report_in_force is not None and m.report_in_force.t == 1002.0
+    # Stamped long before the screen last changed: also re-stamped, not dropped as stale.
+    m.report(1003.0, Report("blocked", 5.0, "hook"))
+    assert m.state.state == "blocked" and m.report_in_force.t == 1003.0
+
+
+def _fg(pgid: int, name: str, agent: str | None = None, shell: bool = False) -> Foreground:
+    return Foreground(pgid, name, (name,), shell, agent)
+
+
+def test_the_shell_back_in_front_ends_the_agent_and_a_leftover_dialog() -> None:
+    m = machine()
+    m.foreground(0.5, _fg(10, "bash", shell=True))
+    assert m.state.state == "idle" and m.agent is None  # a shell before any agent: nothing to end
+    m.foreground(0.8, _fg(11, "claude", agent="claude"))
+    assert m.agent == "claude" and m.detector.agent_id == "claude"  # the process names the rules
+    for k, chunk in enumerate(CHUNKS[:3]):
+        m.output(1.0 + k, chunk)
+    settle(m, 3.9)
+    assert m.state.state == "blocked"
+    [change] = m.foreground(4.0, _fg(10, "bash", shell=True))
+    assert (change.new.state, change.new.source) == ("exited", "process")  # the dialog on screen is a leftover
+    m.foreground(4.5, _fg(12, "claude", agent="claude"))  # started again
+    assert m.state.state == "blocked"
+
+
+def test_a_program_after_a_known_agent_process_is_not_that_agent() -> None:
+    m = machine()
+    m.foreground(0.5, _fg(11, "claude", agent="claude"))
+    m.output(1.0, CHUNKS[0])
+    settle(m, 1.9)
+    assert m.state.state == "working"
+    [change] = m.foreground(2.0, _fg(12, "vim"))
+    assert change.new.state == "exited"
+
+
+def test_an_unknown_wrapper_drawing_an_agent_screen_keeps_screen_identification() -> None:
+    m = machine()
+    m.foreground(0.5, _fg(11, "wrapper-script"))
+    m.output(1.0, CHUNKS[0])
+    settle(m, 1.9)
+    assert m.state.state == "working" and m.agent == "claude"  # identified by its screen
+    assert m.foreground(2.0, _fg(10, "bash", shell=True))[0].new.state == "exited"  # an agent was seen
+
+
+def test_exit_judges_the_last_frame_then_stays_exited() -> None:
+    m = machine(agent="claude")
+    m.output(1.0, CHUNKS[0])  # not yet judged: exit judges it first
+    changes = m.exited(1.01, 0)
+    assert [(c.new.state, c.new.source) for c in changes] == [("working", "screen"), ("exited", "process")]
+    assert m.state.detail == "exit code 0" and m.next_due() == float("inf")
+    assert m.report(1.5, Report("blocked", 1.5, "hook")) == [] and m.tick(2.0) == [] and m.exited(3.0, 1) == []
+    assert m.state.state == "exited" and m.exit_code == 0
+
+
+def test_classify_now_hands_its_changes_to_the_next_event() -> None:
+    m = machine(agent="claude")
+    m.output(1.0, CHUNKS[0])
+    assert m.classify_now(1.01).state == "working"  # the guard's question, answered at once
+    [change] = m.tick(1.02)  # ... and the change it caused is not lost
+    assert (change.old and change.old.state, change.new.state) == ("idle", "working")
+
+
+def test_a_manifest_reload_rejudges_the_screen_already_shown() -> None:
+    current = [m for m in MANIFESTS if m.id != "claude"]
+    m = PaneMachine(lambda: current, COLS, ROWS, agent="claude")
+    m.output(1.0, CHUNKS[0])
+    settle(m, 1.9)
+    assert m.state.state == "idle" and m.verdict.rule is None  # no claude rules loaded
+    current = MANIFESTS
+    [change] = m.manifests_changed(2.0)
+    assert change.new.state == "working"
+
+
+# -- the same bytes and report through a LivePane on a real PTY ------------------------------------
+
+CHILD = r'''
+import os, signal, sys, termios
+attrs = termios.tcgetattr(0)
+attrs[1] &= ~termios.OPOST  # the recorded bytes go out as they are
+attrs[3] &= ~(termios.ECHO | termios.ICANON)  # the screen's replies to queries are not echoed onto it
+termios.tcsetattr(0, termios.TCSANOW, attrs)
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+for k, path in enumerate(sys.argv[1:]):
+    if k:
+        signal.sigwait({signal.SIGUSR1})  # the next stage when the test says so
+    data = open(path, "rb").read()
+    while data:
+        data = data[os.write(1, data):]
+while os.read(0, 4096):  # drain the replies until the pane closes
+    pass
+'''
+
+
+async def until(pred: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not pred():
+        assert loop.time() < deadline, f"{what} not reached in time"
+        await asyncio.sleep(0.01)
+
+
+def test_replay_gives_the_same_state_sequence_as_a_live_pane(tmp_path: Path) -> None:
+    script = tmp_path / "stages.py"
+    script.write_text(CHILD, encoding="utf-8")
+    paths = []
+    for k, chunk in enumerate(CHUNKS):
+        paths.append(tmp_path / f"chunk{k}")
+        paths[-1].write_bytes(chunk)
+    screens: list[Snapshot] = []
+    screen = Screen(COLS, ROWS)
+    for chunk in CHUNKS:
+        screen.feed(chunk)
+        screens.append(screen.snapshot())
+    live_stages: list[tuple[str, str]] = []
+
+    async def main() -> list[tuple[str, str]]:
+        loop = asyncio.get_running_loop()
+        pane = LivePane([sys.executable, str(script), *map(str, paths)], pane_id="live", cols=COLS, rows=ROWS,
+                        agent="claude", env={**os.environ, "TERM": "xterm-256color"})
+        changes: list[tuple[str, str]] = []
+        pane.subscribe(lambda c: changes.append((c.new.state, c.new.source)))
+        pane.start()
+        try:
+            for k, expected in enumerate(screens):
+                if k:
+                    assert pane.pid is not None
+                    os.kill(pane.pid, signal.SIGUSR1)
+                # On screen, and judged: nothing is due but the slow safety sweep.
+                await until(lambda e=expected: pane.snapshot() == e and pane.detector.next_due() > loop.time() + 1,
+                            f"stage {k} on screen and judged (state {pane.state})")
+                if k == 0:
+                    pane.report(Report(EARLY.state, loop.time(), EARLY.source, EARLY.detail))
+                live_stages.append((pane.state.state, pane.state.source))
+        finally:
+            await pane.close()
+        return changes[:-1]  # the last is the close's 'exited'
+
+    live = asyncio.run(asyncio.wait_for(main(), 90))
+    assert live_stages == staged(machine(agent="claude"), Report(EARLY.state, 1.95, EARLY.source, EARLY.detail))
+    cast = Cast(CAST.header, tuple(CastEvent(2.0 * k + 1, "o", c.decode("utf-8", "surrogateescape"))
+                                   for k, c in enumerate(CHUNKS)))
+    replayed = replay(cast, MANIFESTS, agent="claude", reports=[Report(EARLY.state, 2.0, EARLY.source)])
+    assert [(c.state, c.pane.source) for c in replayed.changes] == live == [
+        ("idle", "screen"), ("working", "screen"), ("blocked", "hook"), ("working", "screen")]
