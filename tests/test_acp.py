@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from panewatch.acp import AcpClient, AcpState
-from panewatch.combine import Report
+from panewatch.core.combine import Report
+from panewatch.runtime.acp import AcpClient, AcpState
 
 pytest.importorskip("acp", reason="the ACP SDK is not installed: pip install -e '.[acp]'")
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from panewatch.agents_update import UpdateError, cmd_update, configured_source, register_update, update
-from panewatch.corpus import find_cases
-from panewatch.manifest import bundled_texts, load_all
+from panewatch.core.manifest import bundled_texts, load_all
+from panewatch.golden.cases import find_cases
+from panewatch.runtime.agents_update import UpdateError, cmd_update, configured_source, register_update, update
 
 CLAUDE = dict(bundled_texts())["panewatch/agents/claude.toml"]
 CASES = [c for c in find_cases() if c.agent == "claude"]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from panewatch import bench_core, bench_fixtures
-from panewatch.corpus import find_cases
-from panewatch.manifest import load_all
+from panewatch.core.manifest import load_all
+from panewatch.golden.cases import find_cases
+from panewatch.lab.bench import core as bench_core
+from panewatch.lab.bench import fixtures as bench_fixtures
 
 
 def test_fixtures_table_scores_tail_and_screen() -> None:
@@ -30,7 +31,7 @@ def test_core_bench_pieces_run_on_small_inputs() -> None:
 
 def test_live_experiment_short_run_produces_the_table() -> None:
     """A short, accelerated run of the published experiment in a real PTY (no timing asserted)."""
-    from panewatch import bench_live
+    from panewatch.lab.bench import live as bench_live
 
     run = bench_live.run_live(seed=7, tasks=2, time_scale=0.15)
     states = [line.state for line in run.truth]
@@ -47,7 +48,7 @@ def test_live_experiment_short_run_produces_the_table() -> None:
 
 def test_scale_bench_runs_real_panes_under_each_policy() -> None:
     """Two real panes fed by the load generator, each policy once (no timing asserted)."""
-    from panewatch import bench_scale
+    from panewatch.lab.bench import scale as bench_scale
 
     phases = bench_scale.run_scale(panes=2, seconds=6.0, rounds=1)
     assert [p.name for p in phases] == ["our policy", "700 ms sweep", "700 ms sweep + skip unchanged"]

@@ -18,7 +18,7 @@ from panewatch.board.daemon import Daemon
 from panewatch.board.link import BoardLink
 from panewatch.board.panes import RemotePane
 from panewatch.board.rpc import RemoteError
-from panewatch.live import LivePane
+from panewatch.runtime.live import LivePane
 
 TIMEOUT = 15.0
 

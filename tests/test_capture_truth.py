@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from panewatch.capture import PROFILES, literals, rederive
-from panewatch.capture_truth import Literals, TruthError, derive_timeline, tool_windows
-from panewatch.cast import CastWriter, parse_cast
-from panewatch.corpus import find_cases
+from panewatch.core.cast import CastWriter, parse_cast
+from panewatch.golden.cases import find_cases
+from panewatch.testing.capture import PROFILES, literals, rederive
+from panewatch.testing.capture_truth import Literals, TruthError, derive_timeline, tool_windows
 
 LIT = Literals(ready=("READY",), busy=("BUSY",), dialog=("Proceed?",))
 HOME = "\x1b[H\x1b[2J"

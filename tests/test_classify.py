@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from panewatch.classify import classify, classify_unidentified, explain, identify, region_rows
-from panewatch.manifest import Region, load_all, load_manifest_text
-from panewatch.screen import Screen, Snapshot
+from panewatch.core.classify import classify, classify_unidentified, explain, identify, region_rows
+from panewatch.core.manifest import Region, load_all, load_manifest_text
+from panewatch.core.screen import Screen, Snapshot
 
 MANIFESTS = load_all()
 CLAUDE = MANIFESTS.manifests["claude"]

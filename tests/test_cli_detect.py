@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from panewatch.corpus import bundled_root
+from panewatch.golden.cases import bundled_root
 
 FULL_BASH = bundled_root() / "claude-code/2.1.332/full_bash/session.cast"
 
@@ -70,8 +70,8 @@ def test_agents_check_reports_every_problem(tmp_path: Path) -> None:
 
 
 def test_agents_check_runs_a_valid_manifest_over_the_corpus(tmp_path: Path) -> None:
-    bundled = (bundled_root().parent / "agents" / "codex.toml").read_text()
-    out = panewatch("agents", "check", str(bundled_root().parent / "agents" / "codex.toml"))
+    bundled = (bundled_root().parents[1] / "agents" / "codex.toml").read_text()
+    out = panewatch("agents", "check", str(bundled_root().parents[1] / "agents" / "codex.toml"))
     assert out.returncode == 0 and re.search(r"^(\d+)/\1 corpus cases pass$", out.stdout, re.MULTILINE)
     # Blinding the three approval rules leaves the quiet Codex approval undetected: a regression.
     broken = tmp_path / "codex.toml"

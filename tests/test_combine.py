@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from panewatch.cast import read_cast
-from panewatch.classify import Verdict, classify
-from panewatch.combine import REPORT_MAX_AGE, PaneState, Report, combine, report_is_fresh, screen_key
-from panewatch.corpus import bundled_root
-from panewatch.manifest import load_all
-from panewatch.screen import Screen, Snapshot
+from panewatch.core.cast import read_cast
+from panewatch.core.classify import Verdict, classify
+from panewatch.core.combine import REPORT_MAX_AGE, PaneState, Report, combine, report_is_fresh, screen_key
+from panewatch.core.manifest import load_all
+from panewatch.core.screen import Screen, Snapshot
+from panewatch.golden.cases import bundled_root
 
 BLOCKED = Verdict("blocked", "permission-question", matched="Do you want to proceed?", row=25, agent="claude")
 WORKING = Verdict("working", "title-spinner", agent="claude")

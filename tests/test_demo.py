@@ -10,8 +10,8 @@ import sys
 import termios
 import time
 
-from panewatch.pty_session import set_winsize
-from panewatch.screen import Screen
+from panewatch.core.screen import Screen
+from panewatch.runtime.pty import set_winsize
 
 
 def _controlling_tty() -> None:

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from panewatch.botuser import BotUser, FakeAgentProcess, TruthLine, TruthReader, run_session
-from panewatch.fakeagent import (
+from panewatch.core.screen import Screen
+from panewatch.lab.botuser import BotUser, FakeAgentProcess, TruthLine, TruthReader, run_session
+from panewatch.lab.fakeagent import (
     EXIT_BYTES,
     FakeAgentScript,
     ReadLine,
@@ -23,7 +24,6 @@ from panewatch.fakeagent import (
     interpret_async,
     spinner_frame,
 )
-from panewatch.screen import Screen
 
 PROMPT_ROW = " Do you want to proceed?"
 YES_ROW = "❯ 1. Yes"

@@ -11,7 +11,7 @@ from importlib import metadata
 
 import pytest
 
-from panewatch.corpus import bundled_root, find_cases, frame_differences
+from panewatch.golden.cases import bundled_root, find_cases, frame_differences
 
 CASES = find_cases([bundled_root()])
 

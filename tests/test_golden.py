@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from panewatch.corpus import find_cases, frame_differences
-from panewatch.golden import run_case
-from panewatch.manifest import load_all
-from panewatch.policy import PolicyConfig
-from panewatch.scoring import LATENCY_BOUND
+from panewatch.core.manifest import load_all
+from panewatch.core.policy import PolicyConfig
+from panewatch.golden.cases import find_cases, frame_differences
+from panewatch.golden.run import run_case
+from panewatch.golden.scoring import LATENCY_BOUND
 
 CASES = find_cases()
 MANIFESTS = load_all().list()

@@ -7,10 +7,12 @@ import asyncio
 
 import pytest
 
-from panewatch.cast import CastEvent, read_cast
-from panewatch.classify import classify
-from panewatch.combine import PaneState
-from panewatch.corpus import bundled_root
+from panewatch.core.cast import CastEvent, read_cast
+from panewatch.core.classify import classify
+from panewatch.core.combine import PaneState
+from panewatch.core.manifest import Manifest, load_all
+from panewatch.core.prompt import parse_prompt
+from panewatch.core.screen import Screen, Snapshot
 from panewatch.errors import (
     AgentExitedError,
     GuardError,
@@ -20,10 +22,8 @@ from panewatch.errors import (
     PromptChangedError,
     UnknownOptionError,
 )
-from panewatch.guard import PASTE_END, PASTE_START, HasState, InputGuard
-from panewatch.manifest import Manifest, load_all
-from panewatch.prompt import parse_prompt
-from panewatch.screen import Screen, Snapshot
+from panewatch.golden.cases import bundled_root
+from panewatch.runtime.guard import PASTE_END, PASTE_START, HasState, InputGuard
 
 AGENTS = {"claude-code": "claude", "codex": "codex", "gemini-cli": "gemini"}
 

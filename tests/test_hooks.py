@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from panewatch import paths
-from panewatch.combine import Report
-from panewatch.corpus import bundled_root
-from panewatch.hooks import (
+from panewatch.core.combine import Report
+from panewatch.golden.cases import bundled_root
+from panewatch.runtime import paths
+from panewatch.runtime.hooks import (
     CLAUDE_HOOKS,
     ENV_PANE_ID,
     ENV_SOCKET,
@@ -26,7 +26,7 @@ from panewatch.hooks import (
     hook_launcher,
     inject_claude_hooks,
 )
-from panewatch.paneclient import MAX_MESSAGE
+from panewatch.runtime.paneclient import MAX_MESSAGE
 
 FIXTURES = bundled_root() / "claude-code" / "2.1.332"
 PANEWATCH = [sys.executable, "-m", "panewatch"]

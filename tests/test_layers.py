@@ -32,8 +32,8 @@ def test_an_import_against_the_layers_fails_naming_both_modules(tmp_path: Path) 
                     ignore=shutil.ignore_patterns("__pycache__", "corpus", "static"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     (tmp_path / "src" / "panewatch" / "core" / "violation.py").write_text(
-        '"""A core module reaching up into the live runtime."""\n\nfrom panewatch.live import LivePane\n')
+        '"""A core module reaching up into the live runtime."""\n\nfrom panewatch.runtime.live import LivePane\n')
     out = lint_imports(tmp_path, tmp_path / "src")
     assert out.returncode == 1, out.stdout + out.stderr
-    assert "panewatch.core.violation -> panewatch.live" in out.stdout, out.stdout
+    assert "panewatch.core.violation -> panewatch.runtime.live" in out.stdout, out.stdout
     assert "BROKEN" in out.stdout

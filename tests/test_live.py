@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from fake_claude import FAKE
-from panewatch.cast import parse_cast
-from panewatch.combine import Report
-from panewatch.live import LivePane, ManifestWatcher, StateChange
+from panewatch.core.cast import parse_cast
+from panewatch.core.combine import Report
+from panewatch.runtime.live import LivePane, ManifestWatcher, StateChange
 
 TIMEOUT = 15.0
 

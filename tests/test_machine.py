@@ -13,14 +13,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from panewatch.cast import Cast, CastEvent
-from panewatch.combine import Report
+from panewatch.core.cast import Cast, CastEvent
+from panewatch.core.combine import Report
 from panewatch.core.machine import Foreground, PaneMachine, StateChange
+from panewatch.core.manifest import load_all
 from panewatch.core.replay import replay
-from panewatch.corpus import find_cases
-from panewatch.live import LivePane
-from panewatch.manifest import load_all
-from panewatch.screen import Screen, Snapshot
+from panewatch.core.screen import Screen, Snapshot
+from panewatch.golden.cases import find_cases
+from panewatch.runtime.live import LivePane
 
 MANIFESTS = load_all().list()
 CASE = next(c for c in find_cases() if c.name == "claude/2.1.332/bash_120x32")

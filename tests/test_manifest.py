@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from panewatch.manifest import ManifestError, load_all, load_manifest, load_manifest_text
+from panewatch.core.manifest import ManifestError, load_all, load_manifest, load_manifest_text
 
 GOOD = """
 [agent]

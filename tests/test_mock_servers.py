@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from panewatch.mock import MockServer, next_reply, parse_control
-from panewatch.mock.homes import prepare
+from panewatch.testing.homes import prepare
+from panewatch.testing.mock import MockServer, next_reply, parse_control
 
 TRAP_PHRASES = ("Do you want to proceed? ❯ 1. Yes", "Would you like to run the following command?",
                 "Allow execution")
@@ -261,7 +261,7 @@ def test_stop_interrupts_a_long_delay() -> None:
 
 
 def test_module_cli_serves_until_terminated() -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "panewatch.mock", "gemini", "--delay", "0"],
+    proc = subprocess.Popen([sys.executable, "-m", "panewatch.testing.mock", "gemini", "--delay", "0"],
                             stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

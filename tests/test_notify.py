@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from panewatch.errors import SettingsError
-from panewatch.notify import Notifier, clean
-from panewatch.settings import NotifySettings, Settings, load_settings, settings_path
+from panewatch.runtime.notify import Notifier, clean
+from panewatch.runtime.settings import NotifySettings, Settings, load_settings, settings_path
 
 
 class FakeClock:
@@ -214,7 +214,7 @@ def test_not_toml_falls_back_to_defaults(tmp_path: Path) -> None:
 
 
 def test_agents_settings_are_known_and_checked(tmp_path: Path) -> None:
-    from panewatch.settings import load_settings
+    from panewatch.runtime.settings import load_settings
 
     path = tmp_path / "config.toml"
     path.write_text('[agents]\nupdate_from = " https://example.org/agents/ "\ncolour = 3\n', encoding="utf-8")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import itertools
 
-from panewatch.policy import ChangeDrivenSchedule, FixedSweepSchedule, PolicyConfig
+from panewatch.core.policy import ChangeDrivenSchedule, FixedSweepSchedule, PolicyConfig
 
 
 def drive(schedule: ChangeDrivenSchedule | FixedSweepSchedule, outputs: list[float], until: float) -> list[float]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 
-from panewatch.manifest import load_all
-from panewatch.procinfo import ForegroundTracker, candidate_names, foreground, match_agent
-from panewatch.pty_session import PtySession
+from panewatch.core.manifest import load_all
+from panewatch.runtime.process import ForegroundTracker, candidate_names, foreground, match_agent
+from panewatch.runtime.pty import PtySession
 
 MANIFESTS = load_all(None).list()
 
@@ -93,7 +93,7 @@ def test_plain_program_is_described_from_its_leader_without_walking_processes(mo
 
     import psutil
 
-    from panewatch import procinfo
+    from panewatch.runtime import process as procinfo
 
     def forbidden(*_args: object, **_kwargs: object) -> list[psutil.Process]:
         raise AssertionError("walked the process table")
@@ -111,7 +111,7 @@ def test_plain_program_is_described_from_its_leader_without_walking_processes(mo
 
 
 def test_unchanged_group_is_described_ever_less_often() -> None:
-    from panewatch.procinfo import ForegroundTracker
+    from panewatch.runtime.process import ForegroundTracker
 
     tracker = ForegroundTracker(settle=0.0, refresh=1.0, max_refresh=8.0)
     pid = __import__("os").getpid()

@@ -7,12 +7,12 @@ from functools import cache
 
 import pytest
 
-from panewatch.cast import read_cast
-from panewatch.classify import Verdict, classify
-from panewatch.corpus import bundled_root
-from panewatch.manifest import load_all
-from panewatch.prompt import ESC, Prompt, parse_prompt
-from panewatch.screen import Screen, Snapshot
+from panewatch.core.cast import read_cast
+from panewatch.core.classify import Verdict, classify
+from panewatch.core.manifest import load_all
+from panewatch.core.prompt import ESC, Prompt, parse_prompt
+from panewatch.core.screen import Screen, Snapshot
+from panewatch.golden.cases import bundled_root
 
 AGENTS = {"claude-code": "claude", "codex": "codex", "gemini-cli": "gemini"}
 

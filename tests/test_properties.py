@@ -7,10 +7,10 @@ import itertools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from panewatch.classify import classify
-from panewatch.corpus import find_cases
-from panewatch.manifest import load_all
-from panewatch.screen import Screen
+from panewatch.core.classify import classify
+from panewatch.core.manifest import load_all
+from panewatch.core.screen import Screen
+from panewatch.golden.cases import find_cases
 
 MANIFESTS = load_all()
 CASES = find_cases()

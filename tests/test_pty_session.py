@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 import psutil
 import pytest
 
-from panewatch.pty_session import PtySession, exit_status
+from panewatch.runtime.pty import PtySession, exit_status
 
 TIMEOUT = 10.0
 

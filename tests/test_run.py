@@ -18,8 +18,8 @@ import psutil
 import pytest
 
 from fake_claude import FAKE
-from panewatch.cmd_run import OutputGate, _utf8_incomplete
-from panewatch.pty_session import set_winsize
+from panewatch.cli.run import OutputGate, _utf8_incomplete
+from panewatch.runtime.pty import set_winsize
 
 TIMEOUT = 15.0
 ROOT = Path(__file__).resolve().parents[1]

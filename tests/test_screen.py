@@ -6,7 +6,7 @@ import random
 import psutil
 import pytest
 
-from panewatch.screen import Screen
+from panewatch.core.screen import Screen
 
 
 def test_published_example_renders_as_rows(example: bytes) -> None:
@@ -82,7 +82,7 @@ def test_memory_stays_bounded_whatever_it_is_fed() -> None:
 
 
 def test_snapshot_from_text_keeps_the_bottom_rows_and_pads() -> None:
-    from panewatch.screen import Snapshot
+    from panewatch.core.screen import Snapshot
 
     assert Snapshot.from_text("a\nb\nc", height=2).rows == ("b", "c")
     assert Snapshot.from_text("a  ", height=3).rows == ("a", "", "")

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from panewatch.prompt import Prompt
+    from panewatch.core.prompt import Prompt
 
 
 class PanewatchError(Exception):

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from panewatch.acp import AcpClient, AcpState
-from panewatch.mock import MockServer
-from panewatch.mock.homes import find_agents_bin, prepare
+from panewatch.runtime.acp import AcpClient, AcpState
+from panewatch.testing.homes import find_agents_bin, prepare
+from panewatch.testing.mock import MockServer
 
 acp = pytest.importorskip("acp", reason="the ACP SDK is not installed: pip install -e '.[acp]'")
 BIN = find_agents_bin()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from panewatch.bench_agents import run
-from panewatch.mock.homes import find_agents_bin
+from panewatch.lab.bench.agents import run
+from panewatch.testing.homes import find_agents_bin
 
 BIN = find_agents_bin()
 pytestmark = pytest.mark.skipif(BIN is None or not (BIN / "codex").exists(),

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from panewatch.combine import Report
-from panewatch.hooks import ReportServer, hook_launcher, inject_claude_hooks
-from panewatch.mock import MockServer
-from panewatch.mock.drive import PtyAgent
-from panewatch.mock.homes import MOCK_KIND, find_agents_bin, prepare
+from panewatch.core.combine import Report
+from panewatch.runtime.hooks import ReportServer, hook_launcher, inject_claude_hooks
+from panewatch.testing.drive import PtyAgent
+from panewatch.testing.homes import MOCK_KIND, find_agents_bin, prepare
+from panewatch.testing.mock import MockServer
 
 BIN = find_agents_bin()
 pytestmark = pytest.mark.skipif(BIN is None or not (BIN / "claude").exists(),

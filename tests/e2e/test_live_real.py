@@ -26,12 +26,12 @@ from pathlib import Path
 import pytest
 
 from panewatch.errors import PaneBlockedError
-from panewatch.guard import InputGuard
-from panewatch.live_agents import LiveAgent
-from panewatch.mock import MockServer
-from panewatch.mock.drive import PtyAgent
-from panewatch.mock.homes import MOCK_KIND, find_agents_bin, prepare
-from panewatch.scoring import score
+from panewatch.golden.scoring import score
+from panewatch.runtime.guard import InputGuard
+from panewatch.testing.agents import LiveAgent
+from panewatch.testing.drive import PtyAgent
+from panewatch.testing.homes import MOCK_KIND, find_agents_bin, prepare
+from panewatch.testing.mock import MockServer
 
 BIN = find_agents_bin()
 pytestmark = pytest.mark.skipif(BIN is None, reason="pinned agent CLIs not installed: run scripts/install-agents "
@@ -185,7 +185,7 @@ def _wait(cond: Callable[[], bool], timeout: float) -> bool:
 @pytest.mark.parametrize("name", AGENTS)
 def test_panewatch_run_bash(name: str, tmp_path: Path) -> None:
     _need(name)
-    from panewatch.capture import PROFILES
+    from panewatch.testing.capture import PROFILES
 
     profile = PROFILES[name]
     dialog, _ = profile.dialogs["bash"]

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from panewatch.mock import MockServer
-from panewatch.mock.drive import PtyAgent
-from panewatch.mock.homes import MOCK_KIND, find_agents_bin, prepare
+from panewatch.testing.drive import PtyAgent
+from panewatch.testing.homes import MOCK_KIND, find_agents_bin, prepare
+from panewatch.testing.mock import MockServer
 
 BIN = find_agents_bin()
 pytestmark = pytest.mark.skipif(

@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from panewatch import paths
 from panewatch.board.rpc import MAX_LINE, Peer, RemoteError
+from panewatch.runtime import paths
 
 START_TIMEOUT = 10.0
 _spawned: list[subprocess.Popen[bytes]] = []  # kept, so no Popen is collected (and warns) while its daemon runs

@@ -47,9 +47,9 @@ from panewatch.board.panes import Hub, LocalPane, RemotePane
 from panewatch.board.rpc import MAX_LINE, Peer, RemoteError
 from panewatch.board.security import Access, is_loopback, write_secret
 from panewatch.board.web import make_app
-from panewatch.live import LivePane, ManifestWatcher, StateChange
-from panewatch.notify import Notifier
-from panewatch.settings import load_settings
+from panewatch.runtime.live import LivePane, ManifestWatcher, StateChange
+from panewatch.runtime.notify import Notifier
+from panewatch.runtime.settings import load_settings
 
 log = logging.getLogger("panewatch.board")
 
@@ -364,7 +364,7 @@ class Daemon:
         claude = self.watcher.get("claude")
         if claude is None or Path(argv[0]).name not in claude.processes:
             return argv
-        from panewatch.hooks import ReportServer, hook_launcher, inject_claude_hooks
+        from panewatch.runtime.hooks import ReportServer, hook_launcher, inject_claude_hooks
 
         if self._reports is None:
             def on_report(pid: str, report: Any) -> None:

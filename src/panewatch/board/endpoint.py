@@ -25,10 +25,10 @@ from typing import Any
 
 from panewatch.board.model import Card, guard_error, prompt_json
 from panewatch.board.rpc import RemoteError
+from panewatch.core.prompt import Prompt, parse_prompt
 from panewatch.errors import GuardError, PaneBlockedError
-from panewatch.guard import InputGuard
-from panewatch.live import LivePane, StateChange
-from panewatch.prompt import Prompt, parse_prompt
+from panewatch.runtime.guard import InputGuard
+from panewatch.runtime.live import LivePane, StateChange
 
 log = logging.getLogger("panewatch.board")
 

@@ -27,7 +27,7 @@ from panewatch.board.client import DaemonNotRunning, connect
 from panewatch.board.endpoint import PaneEndpoint
 from panewatch.board.model import Card
 from panewatch.board.rpc import Peer, RemoteError
-from panewatch.live import LivePane
+from panewatch.runtime.live import LivePane
 
 log = logging.getLogger("panewatch.board")
 log.addHandler(logging.NullHandler())  # a raw terminal is on our stderr: never fall back to printing there

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from panewatch.board.rpc import RemoteError
+from panewatch.core.prompt import Prompt
 from panewatch.errors import (
     GuardError,
     NotBlockedError,
@@ -23,7 +24,6 @@ from panewatch.errors import (
     PromptChangedError,
     UnknownOptionError,
 )
-from panewatch.prompt import Prompt
 
 Card = dict[str, Any]
 

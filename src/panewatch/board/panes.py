@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from panewatch.board.endpoint import PaneEndpoint
 from panewatch.board.model import Card, no_such_pane, sort_key
 from panewatch.board.rpc import Peer, RemoteError
-from panewatch.live import LivePane
+from panewatch.runtime.live import LivePane
 
 log = logging.getLogger("panewatch.board")
 

@@ -28,12 +28,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from panewatch.classify import Verdict
-from panewatch.combine import PaneState, Report, combine, screen_key
-from panewatch.detector import PaneDetector
-from panewatch.manifest import Manifest
-from panewatch.policy import ChangeDrivenSchedule, Schedule
-from panewatch.screen import Screen, Snapshot
+from panewatch.core.classify import Verdict
+from panewatch.core.combine import PaneState, Report, combine, screen_key
+from panewatch.core.detector import PaneDetector
+from panewatch.core.manifest import Manifest
+from panewatch.core.policy import ChangeDrivenSchedule, Schedule
+from panewatch.core.screen import Screen, Snapshot
 
 REPORT_SKEW = 60.0  # seconds: a report stamped further back (or in the future) was stamped on another clock
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from panewatch.cast import Cast, CastEvent
-from panewatch.classify import Verdict
-from panewatch.combine import PaneState, Report
+from panewatch.core.cast import Cast, CastEvent
+from panewatch.core.classify import Verdict
+from panewatch.core.combine import PaneState, Report
+from panewatch.core.detector import PaneDetector
 from panewatch.core.machine import Foreground, PaneMachine, StateChange
-from panewatch.detector import PaneDetector
-from panewatch.manifest import Manifest
-from panewatch.policy import ChangeDrivenSchedule, Schedule
-from panewatch.screen import Screen, Snapshot
+from panewatch.core.manifest import Manifest
+from panewatch.core.policy import ChangeDrivenSchedule, Schedule
+from panewatch.core.screen import Screen, Snapshot
 
 # Agents go silent when idle or blocked; keep the clock running so pending checks still happen.
 TAIL_SECONDS = 3.0

@@ -1,0 +1,47 @@
+"""The `panewatch` command line: one module per command group in this folder, each exposing
+`register(subparsers)`, listed in `_full_main` (a new group is a module plus one entry there).
+
+`panewatch pane …` runs inside agent hooks and must start fast, so it is dispatched before any
+other import: the hook client is stdlib only (runtime/paneclient.py).
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["pane"]:
+        from panewatch.runtime.paneclient import main as pane_main  # light: stdlib only
+
+        return pane_main(args[1:])
+    return _full_main(args)
+
+
+def _full_main(args: list[str]) -> int:
+    import argparse
+
+    import panewatch
+    from panewatch.cli import agents, bench, capture, demo, detect, panes, run, serve
+
+    parser = argparse.ArgumentParser(prog="panewatch", description="Is this agent waiting on me?")
+    parser.add_argument("--version", action="version", version=f"panewatch {panewatch.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for group in (agents, bench, capture, demo, detect, panes, run, serve):  # the order of `--help`
+        group.register(sub)
+    ns = parser.parse_args(args)
+    if not getattr(ns, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        result: int = ns.func(ns)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

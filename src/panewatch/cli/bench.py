@@ -1,0 +1,60 @@
+"""`panewatch bench …`: benchmarks are commands that print measured tables, never timed tests."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from typing import Any
+
+
+def _runner(module: str, *kwarg_names: str) -> Any:
+    def run(ns: argparse.Namespace) -> int:
+        kwargs = {name: getattr(ns, name) for name in kwarg_names}
+        print(importlib.import_module(module).run(**kwargs))
+        return 0
+
+    return run
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("bench", help="benchmarks: fixtures, core, live, …")
+    benches = p.add_subparsers(dest="bench", metavar="BENCH")
+    q = benches.add_parser("fixtures", help="truth vs naive byte tail vs emulated screen on every capture")
+    q.set_defaults(func=_runner("panewatch.lab.bench.fixtures"))
+    q = benches.add_parser("core", help="ingest MB/s vs raw pyghostty, µs per classification, memory per pane")
+    q.set_defaults(func=_runner("panewatch.lab.bench.core"))
+    q = benches.add_parser("live", help="the published experiment: fake agent + bot user, six detectors")
+    q.add_argument("--seed", type=int, default=7)
+    q.add_argument("--tasks", type=int, default=30)
+    q.add_argument("--time-scale", type=float, default=1.0, help="< 1 runs faster than real time (smoke runs)")
+    q.add_argument("--quiet", action="store_true", help="no progress lines")
+    q.set_defaults(func=_runner("panewatch.lab.bench.live", "seed", "tasks", "time_scale", "quiet"))
+    q = benches.add_parser("scale", help="N fake agents in real PTYs: runtime CPU, memory, latency vs the sweep")
+    q.add_argument("--panes", type=int, default=10)
+    q.add_argument("--seconds", type=float, default=30.0, help="length of each phase")
+    q.add_argument("--seed", type=int, default=7)
+    q.add_argument("--rounds", type=int, default=2, help="each policy once per round, order reversed each round")
+    q.set_defaults(func=_runner("panewatch.lab.bench.scale", "panes", "seconds", "seed", "rounds"))
+    q = benches.add_parser("board", help="sessions board at N panes: pane blocked -> its card painted in Chromium")
+    q.add_argument("--panes", type=int, default=200)
+    q.add_argument("--seconds", type=float, default=40.0)
+    q.add_argument("--seed", type=int, default=7)
+    q.set_defaults(func=_runner("panewatch.lab.bench.board", "panes", "seconds", "seed"))
+    q = benches.add_parser("agents", help="live latencies with the pinned real CLIs: dialog drawn -> blocked, answer")
+    q.add_argument("--reps", type=int, default=3)
+    q.add_argument("--no-hooks", dest="hooks", action="store_false", help="skip the Claude Code + hooks row")
+    q.set_defaults(func=_runner("panewatch.lab.bench.agents", "reps", "hooks"))
+    q = benches.add_parser("hook", help="wall time of the hook command (`panewatch pane report`) per call")
+    q.add_argument("-n", type=int, default=100)
+    q.set_defaults(func=_hook_bench)
+    p.set_defaults(func=lambda ns: (p.print_help(), 2)[1])
+
+
+def _hook_bench(ns: argparse.Namespace) -> int:
+    from panewatch.lab.bench.hook import run
+
+    result = run(ns.n)
+    print(f"hook command wall time over {result['n']} calls ({' '.join(map(str, result['argv']))}): "
+          f"median {result['median_ms']:.1f} ms, p95 {result['p95_ms']:.1f} ms, max {result['max_ms']:.1f} ms; "
+          f"{result['delivered']} reports delivered")
+    return 0

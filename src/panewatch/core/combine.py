@@ -1,0 +1,122 @@
+"""combine(): the ONE place where signal priority lives. Pure: no I/O, no clock reads.
+
+Four signals describe a pane; this module decides which one speaks. Read top to bottom, first
+row that applies wins:
+
+    ┌───┬──────────────────────────────────────────────┬───────────┬──────────────────────────────┐
+    │ # │ condition                                    │ source    │ state                        │
+    ├───┼──────────────────────────────────────────────┼───────────┼──────────────────────────────┤
+    │ 1 │ agent_running is False (shell back in front) │ "process" │ exited                       │
+    │ 2 │ screen verdict is blocked                    │ "screen"  │ blocked                      │
+    │ 3 │ a fresh report (hook or ACP, see below)      │ its own   │ report state (done → idle)   │
+    │ 4 │ otherwise                                    │ "screen"  │ screen verdict (working/idle)│
+    └───┴──────────────────────────────────────────────┴───────────┴──────────────────────────────┘
+
+A report is *fresh* while all of these hold:
+  * it is the latest report (the caller keeps only the newest: a newer report supersedes it);
+  * the screen has not changed since it arrived (`report.t >= screen_changed_at`). No hook fires
+    when the user grants a permission, so a hook 'blocked' must end as soon as the screen moves;
+  * it is younger than REPORT_MAX_AGE for its state (None = no limit).
+
+Why this order:
+  * Row 2 before 3 — a blocked screen is never overridden: the dialog is *there*, whatever a hook
+    said a moment earlier (PreToolUse 'working' fires ~0.1 s before Claude draws its prompt).
+  * Row 3 before 4 — a report is the agent telling us what it does, so it beats a screen guess
+    until the screen moves again; e.g. a PermissionRequest / Notification 'blocked' while the
+    screen's rules see only 'working' or 'idle' (a dialog the manifest does not know yet).
+  * Row 1 first — the published order puts "shell back in the foreground" below the screen and
+    reports, but with the shell in front no agent can be waiting: a prompt still on screen is a
+    leftover of the agent that drew it, and a report in flight came from a process that is gone.
+    Both are stale, so the process signal wins over them. `agent_running=None` (unknown, e.g. the
+    process could not be read) leaves rows 2 to 4 in charge.
+
+What counts as "the screen changed" is `screen_key()`: the visible rows with in-place animation
+blanked out, title excluded. Claude Code blinks the running tool's ● every ~0.6 s while its dialog
+waits and Codex flips its title between '[ ! ]' and '[ . ]'; if those counted, a hook's 'blocked'
+would be dropped within a second although nothing happened. Erasing a dialog, a new line of
+output or a ticking "(5s ·" timer do count.
+
+Report ages (REPORT_MAX_AGE): 'blocked', 'idle' and 'done' never expire by time — a dialog or an
+idle prompt can wait for hours on an unchanging screen, and only a screen change (or a newer
+report) tells us it is over. 'working' expires after 10 minutes without a screen change: agents
+animate a spinner or a timer while they work (Claude Code updates its counter every second), so a
+'working' report that saw a frozen screen that long means a lost Stop hook or a hung agent, and
+the screen's own verdict is the better guess. Long silent tool calls stay 'working' meanwhile.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from panewatch.core.classify import Verdict
+from panewatch.core.screen import Snapshot
+
+REPORT_STATES = ("blocked", "working", "idle", "done")
+PANE_STATES = ("blocked", "working", "idle", "exited")
+
+# Seconds a report stays fresh on an unchanged screen; None = until the screen changes.
+REPORT_MAX_AGE: dict[str, float | None] = {
+    "blocked": None,
+    "working": 600.0,
+    "idle": None,
+    "done": None,
+}
+
+
+@dataclass(frozen=True)
+class Report:
+    """What the agent itself said, via a hook or ACP. `t` is on the live loop's clock."""
+
+    state: str  # blocked | working | idle | done
+    t: float
+    source: str  # "hook" | "acp"
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class PaneState:
+    """The pane's combined state, and which signal decided it."""
+
+    state: str  # blocked | working | idle | exited
+    source: str  # "screen" | "hook" | "acp" | "process"
+    rule: str | None  # the screen rule that decided; None for reports, process, or no rule matched
+    detail: str = ""  # matched text, or the report's detail
+
+
+# Animated in place, saying nothing new: a blinking/spinning glyph at the start of a row (Claude's
+# ● ⏺ ✢ ✳ ✶ ✻ ✽ · *, Codex's • ◦) and braille or half-circle spinners anywhere.
+_BLINK = re.compile(r"^(\s*)[●⏺✢✳✶✻✽·*•◦](?=\s|$)")
+_SPINNER = re.compile(r"[\u2800-\u28FF\u25D0-\u25D3]")
+
+
+def screen_key(snapshot: Snapshot) -> tuple[str, ...]:
+    """The screen as far as report staleness is concerned: compare keys, not snapshots, to set
+    `screen_changed_at` (see the module docstring)."""
+    return tuple(_SPINNER.sub(" ", _BLINK.sub(r"\1 ", row)).rstrip() for row in snapshot.rows)
+
+
+def report_is_fresh(report: Report, screen_changed_at: float, now: float) -> bool:
+    """True while `report` still speaks for the pane (see the module docstring)."""
+    if report.t < screen_changed_at:  # the screen moved after the report: superseded
+        return False
+    max_age = REPORT_MAX_AGE.get(report.state)
+    return max_age is None or now - report.t <= max_age
+
+
+def combine(
+    screen: Verdict,
+    screen_changed_at: float,
+    report: Report | None,
+    agent_running: bool | None,
+    now: float,
+) -> PaneState:
+    """The pane's state from its screen verdict, its latest report and its foreground process."""
+    if agent_running is False:
+        return PaneState("exited", "process", None, "shell back in the foreground")
+    if screen.state == "blocked":
+        return PaneState("blocked", "screen", screen.rule, screen.matched)
+    if report is not None and report.state in REPORT_STATES and report_is_fresh(report, screen_changed_at, now):
+        state = "idle" if report.state == "done" else report.state
+        return PaneState(state, report.source, None, report.detail)
+    return PaneState(screen.state, "screen", screen.rule, screen.matched)

@@ -1,0 +1,187 @@
+"""Parse a blocked screen into its question and options, so an answer can name an option.
+
+    Claude Code   ❯ 1. Yes / 2. Yes, and always allow … / 3. No          keys: the digits
+    Codex CLI     › 1. Yes, proceed (y) / 2. … (p) / 3. No, and … (esc)  keys: y, p, ESC
+    Gemini CLI    │ ● 1. Allow once / 2. Allow for this session / 3. No, suggest changes (esc) │
+
+How it reads a screen (pure, visible rows only):
+  * options: the numbered list 1, 2, 3 … (markers ❯ › ● stripped, box borders │ removed; up to
+    three other rows — descriptions, a rule — may sit between two options). The first list that
+    starts below the verdict's row, else the last one on screen (a dialog sits at the bottom;
+    numbered lists in the transcript sit above it);
+  * the dialog block: from the options up to the nearest full-width rule (`─`, a box top `╭─`)
+    or three blank rows; the question is the verdict's row if it is in the block and ends with '?',
+    else the first row of the block ending with '?' (Codex puts details such as "Reason: …?"
+    below its question), else the row just above the options (none if there are no options either);
+  * key: a single-letter hint in parentheses at the end of the label ("(y)"), ESC for "(esc)",
+    otherwise the option's digit (what Claude and Gemini accept);
+  * kind: allow_once / allow_always / reject / other, from the label's wording.
+
+The fingerprint (16 hex digits of sha256) covers the whole dialog block — question, options and
+the details the user approves (the command, the diff, the file) — with whitespace normalised,
+rules, selection markers and spinner glyphs removed. So it is stable across redraws and cursor
+moves but differs for another command behind the same question. The agent and the window title
+are not part of it: callers that did not see the verdict (a board, a notification) must compute
+the same fingerprint from the same screen.
+"""
+
+# ruff: noqa: RUF002 - the docstring quotes the agents' own marker glyphs (❯ › ●) on purpose
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from panewatch.core.classify import Verdict
+from panewatch.core.screen import Snapshot
+
+ESC = "\x1b"
+_OPTION = re.compile(r"^(?P<marker>[❯›>●▶►→]\s*)?(?P<num>\d{1,2})[.)]\s+(?P<label>\S.*?)\s*$")
+_KEY_HINT = re.compile(r"\s*\((?P<key>[a-zA-Z]|esc)\)$")
+_MAJOR_RULE = re.compile(r"^\s*[╭┌]?[─━═▔▄▀]{8,}[╮┐]?\s*$")
+_ANY_RULE = re.compile(r"^[─━═╌╍┄┅┈┉▔▄▀╭╮╰╯┌┐└┘\s]+$")
+_SPINNER = re.compile(r"[\u2800-\u28FF\u25D0-\u25D3]")
+_MAX_GAP = 3  # non-option rows allowed between two options
+_MAX_BLOCK = 30  # rows scanned above the options for the dialog's start
+
+_REJECT = re.compile(r"^(?:no|reject|deny|decline|cancel|don'?t|do not|skip)\b")
+_ALLOW = re.compile(r"^(?:yes|allow|approve|accept|proceed|always|run|continue)\b")
+_ALWAYS = re.compile(r"\balways\b|don'?t ask again|do not ask again|for (?:this|the) session|auto[- ]?mode|"
+                     r"accept edits|auto-?approve|auto-?accept|allow all|future sessions")
+
+
+@dataclass(frozen=True)
+class Option:
+    number: int
+    label: str
+    kind: str  # allow_once | allow_always | reject | other
+    key: str  # what to type to choose it
+    selected: bool = False  # under the cursor marker right now (not part of the fingerprint)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    question: str
+    options: list[Option]
+    fingerprint: str
+    body: str = ""  # the dialog's other text (tool, command, reason), whitespace-normalised
+
+    def option(self, choice: int | str) -> Option | None:
+        """An option by number, by kind ('allow_once', 'reject', …), by key, or by label (any case)."""
+        if isinstance(choice, int):
+            return next((o for o in self.options if o.number == choice), None)
+        text = choice.strip()
+        if text.isdigit():
+            return self.option(int(text))
+        for field in ("kind", "key", "label"):
+            for option in self.options:
+                value = getattr(option, field)
+                if value == text or (field == "label" and value.casefold() == text.casefold()):
+                    return option
+        return None
+
+    def text(self) -> str:
+        """The question and its options, one per line (messages, notifications)."""
+        return "\n".join([self.question, *(f"{o.number}. {o.label}" for o in self.options)]).strip()
+
+
+def _unbox(row: str) -> str:
+    """The row without a surrounding │ … │ box border and outer whitespace."""
+    text = row.strip()
+    while text.startswith("│") or text.endswith("│"):  # nested boxes too (Gemini's command box)
+        text = text.removeprefix("│").removesuffix("│").strip()
+    return text
+
+
+def _kind(label: str) -> str:
+    text = label.casefold()
+    if _REJECT.match(text):
+        return "reject"
+    if _ALLOW.match(text):
+        return "allow_always" if _ALWAYS.search(text) and "ask each time" not in text else "allow_once"
+    return "other"
+
+
+def _option_runs(rows: list[str]) -> list[list[tuple[int, re.Match[str]]]]:
+    """Every numbered list 1, 2, … on the screen, as (row index, match) lists."""
+    found = [(i, m) for i, row in enumerate(rows) if (m := _OPTION.match(_unbox(row)))]
+    runs: list[list[tuple[int, re.Match[str]]]] = []
+    for k, (row, match) in enumerate(found):
+        if int(match["num"]) != 1:
+            continue
+        run = [(row, match)]
+        for nxt_row, nxt in found[k + 1 :]:
+            if int(nxt["num"]) != len(run) + 1 or nxt_row - run[-1][0] > _MAX_GAP + 1:
+                break
+            run.append((nxt_row, nxt))
+        runs.append(run)
+    return runs
+
+
+def _make_option(match: re.Match[str]) -> Option:
+    number, label = int(match["num"]), match["label"]
+    key = str(number)
+    if hint := _KEY_HINT.search(label):
+        key = ESC if hint["key"].lower() == "esc" else hint["key"]
+        label = label[: hint.start()]
+    return Option(number, label, _kind(label), key, selected=match["marker"] is not None)
+
+
+def _block_start(rows: list[str], first_option: int) -> int:
+    """First row of the dialog that ends at `first_option`: below a rule or three blank rows
+    (Codex leaves two blank rows inside its dialog and has no rule above it)."""
+    blanks = 0
+    for i in range(first_option - 1, max(-1, first_option - 1 - _MAX_BLOCK), -1):
+        if _MAJOR_RULE.match(rows[i]):
+            return i + 1
+        blanks = blanks + 1 if not rows[i].strip() else 0
+        if blanks == 3:
+            return i + 3
+    return max(0, first_option - _MAX_BLOCK)
+
+
+def _normalise(text: str) -> str:
+    return " ".join(_SPINNER.sub(" ", text).split())
+
+
+def parse_prompt(snapshot: Snapshot, verdict: Verdict | None = None) -> Prompt:
+    """The prompt on a (blocked) screen. Never raises; unknown layouts give empty options."""
+    rows = [row.rstrip() for row in snapshot.rows]
+    vrow = verdict.row if verdict is not None else None
+    runs = _option_runs(rows)
+    below = [run for run in runs if vrow is not None and run[0][0] > vrow]
+    run = below[0] if below else (runs[-1] if runs else [])
+    options = [_make_option(m) for _, m in run]
+    if run:
+        first, last = run[0][0], run[-1][0]
+    else:  # no options: the dialog is whatever ends at the last non-blank row
+        last = max((i for i, row in enumerate(rows) if row.strip()), default=-1)
+        first = last + 1
+    start = _block_start(rows, first) if first > 0 else 0
+
+    question_row: int | None = None  # no options, no '?': the dialog is not drawn yet
+    asks = [i for i in range(start, first) if _unbox(rows[i]).endswith("?")]
+    if vrow is not None and vrow in asks:
+        question_row = vrow
+    elif asks:
+        question_row = asks[0]
+    elif run:  # a dialog without a '?': its heading is the row right above the options
+        question_row = next((i for i in range(first - 1, start - 1, -1) if _unbox(rows[i])), None)
+    question = _normalise(_unbox(rows[question_row])) if question_row is not None else ""
+
+    option_rows = dict(run)
+    body_parts: list[str] = []
+    canonical: list[str] = []
+    for i in range(start, last + 1):
+        text = _unbox(rows[i])
+        if not text or _ANY_RULE.match(text):
+            continue
+        if (match := option_rows.get(i)) is not None:
+            canonical.append(f"{match['num']}. {match['label']}")  # without the cursor marker
+            continue
+        canonical.append(text)
+        if i != question_row:
+            body_parts.append(text)
+    digest = hashlib.sha256(_normalise(" ".join(canonical)).encode("utf-8", "surrogatepass")).hexdigest()
+    return Prompt(question, options, digest[:16], _normalise(" ".join(body_parts)))

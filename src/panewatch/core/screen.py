@@ -1,0 +1,126 @@
+"""One emulated screen per pane: bytes in, a snapshot of what is *visible* out.
+
+Backed by libghostty-vt through pyghostty. The interface is deliberately small (feed, snapshot,
+resize, replies) so the engine can be swapped. Scrollback is never kept nor read: an answered
+prompt that scrolled out of view must not be classified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from panewatch.core import ghostty
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What a person looking at the pane would see, as plain text."""
+
+    rows: tuple[str, ...]  # exactly `height` rows, trailing spaces stripped
+    title: str = ""
+    alt_screen: bool = False
+    cursor: tuple[int, int] = (0, 0)  # (col, row), zero-based
+    width: int = 0
+
+    @property
+    def height(self) -> int:
+        return len(self.rows)
+
+    def text(self) -> str:
+        return "\n".join(self.rows)
+
+    @staticmethod
+    def from_text(text: str, *, title: str = "", width: int = 120, height: int | None = None) -> Snapshot:
+        """A snapshot from plain text (tests, and the naive byte-tail baseline)."""
+        rows = [r.rstrip() for r in text.split("\n")]
+        if height is not None:  # keep the bottom rows, as a terminal scrolls; pad short text with blanks
+            rows = rows[-height:] if len(rows) > height else rows + [""] * (height - len(rows))
+        return Snapshot(rows=tuple(rows), title=title, width=width)
+
+
+@dataclass(slots=True)
+class ScreenStats:
+    fed_bytes: int = 0
+    engine_errors: int = 0  # exceptions the engine raised that we swallowed
+
+
+ReplyHandler = Callable[[bytes], None]
+
+
+@dataclass
+class Screen:
+    """An emulated terminal screen. `feed` never raises, whatever the bytes."""
+
+    cols: int = 120
+    rows: int = 32
+    stats: ScreenStats = field(default_factory=ScreenStats)
+
+    def __post_init__(self) -> None:
+        self._term = ghostty.new_terminal(self.cols, self.rows)
+        self._text = ghostty.VisibleText(self._term)
+        self._state = ghostty.StateReader(self._term)
+        self._reply: ReplyHandler | None = None
+        self._cached: Snapshot | None = None
+
+    def on_reply(self, handler: ReplyHandler | None) -> None:
+        """Receive the engine's answers to terminal queries (DA1, DSR, ...); a headless pane writes them back."""
+        self._reply = handler
+        self._term.on_reply(None if handler is None else self._forward_reply)
+
+    def _forward_reply(self, data: bytes) -> None:
+        if self._reply is not None:
+            self._reply(data)
+
+    def feed(self, data: bytes) -> None:
+        if not data:
+            return
+        self.stats.fed_bytes += len(data)
+        self._cached = None
+        try:
+            self._term.feed(data)
+        except Exception:  # the engine or a reply callback failed: keep the pane alive
+            self.stats.engine_errors += 1
+
+    def resize(self, cols: int, rows: int) -> None:
+        cols, rows = max(1, min(cols, 1000)), max(1, min(rows, 500))
+        if (cols, rows) == (self.cols, self.rows):
+            return
+        try:
+            self._term.resize(cols, rows)
+        except Exception:
+            self.stats.engine_errors += 1
+            return
+        self.cols, self.rows = cols, rows
+        self._cached = None
+
+    def invalidate(self) -> None:
+        """Forget the cached snapshot: the next one is read from the engine again."""
+        self._cached = None
+
+    def snapshot(self) -> Snapshot:
+        """The visible screen now. Cached until the next feed or resize."""
+        if self._cached is not None:
+            return self._cached
+        try:
+            text = self._text.read(self.cols, self.rows)
+            title, alt, cursor = self._state.read()
+        except Exception:
+            self.stats.engine_errors += 1
+            text, title, alt, cursor = "", "", False, (0, 0)
+        lines = text.split("\n")[: self.rows]
+        rows = tuple(line.rstrip() for line in lines) + ("",) * (self.rows - len(lines))
+        self._cached = Snapshot(rows=rows, title=title, alt_screen=alt, cursor=(cursor[0], cursor[1]),
+                                width=self.cols)
+        return self._cached
+
+    def vt_dump(self) -> bytes:
+        """VT bytes that repaint this screen on another terminal (a viewer joining late); b"" on failure."""
+        try:
+            return ghostty.vt_dump(self._term)
+        except Exception:
+            self.stats.engine_errors += 1
+            return b""
+
+    def close(self) -> None:
+        self._term.close()

@@ -1,0 +1,1 @@
+"""The benchmarks: commands that print measured tables (`panewatch bench …`), never timed tests."""

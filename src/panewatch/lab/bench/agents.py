@@ -1,0 +1,122 @@
+"""`panewatch bench agents`: live latencies with the pinned real CLIs against the mock servers.
+
+Per CLI, the bash scenario in a headless LivePane (live_agents.LiveAgent), answered through the
+input guard, `reps` times:
+
+    drawn → blocked     the pty read whose screen first shows the dialog → the pane's blocked event
+    answer → left       the guard writing the key → the pane's first event that is not blocked
+    answer → erased     the guard writing the key → the pty read whose screen no longer shows the
+                        dialog (the agent's own share of "answer → left")
+    dropped             answers the agent ignored (guard.answer: cleared=False, the same prompt
+                        still up) and that were pressed again; the times are from the press taken
+
+With hooks (Claude Code), PermissionRequest usually arrives before the dialog is drawn, so
+drawn → blocked is negative: the state leads the screen. Times are on the event loop's clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from panewatch.runtime.guard import InputGuard
+from panewatch.runtime.live import StateChange
+from panewatch.testing.agents import LiveAgent
+from panewatch.testing.homes import find_agents_bin
+
+STARTUP, STEP = 60.0, 45.0
+
+
+@dataclass
+class Samples:
+    label: str
+    drawn_to_blocked: list[float] = field(default_factory=list)
+    answer_to_left: list[float] = field(default_factory=list)
+    answer_to_erased: list[float] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    dropped: int = 0  # answers the agent ignored (the prompt stayed; pressed again)
+
+
+async def _one(agent_name: str, hooks: bool, samples: Samples) -> None:
+    with tempfile.TemporaryDirectory(prefix="pw-bench-") as root:
+        agent = LiveAgent(agent_name, Path(root), hooks=hooks, pane_id="bench")
+        async with agent:
+            dialog = agent.profile.dialogs["bash"][0]
+            if not await agent.ready(STARTUP):
+                samples.failures.append("never ready")
+                return
+            agent.watch(dialog)
+            await agent.submit("SCN=bash DELAY=1 run the scripted scenario")
+            blocked = await agent.wait_state("blocked", STEP)
+            if blocked is None or not await agent.until(lambda: dialog in agent.first_seen, 10):
+                samples.failures.append("no blocked dialog")
+                return
+            guard = InputGuard(agent.pane)
+            prompt = guard.prompt()
+            allow = prompt.option("allow_once")
+            if allow is None:
+                samples.failures.append("no allow-once option parsed")
+                return
+            agent.watch_gone(dialog)
+            index = len(agent.changes)
+            for _ in range(3):  # a dropped key press is counted, then pressed again as a user would
+                pressed = asyncio.get_running_loop().time()
+                result = await guard.answer(allow.number, prompt.fingerprint, timeout=3)
+                if result.cleared:
+                    break
+                samples.dropped += 1
+            else:
+                samples.failures.append(f"answer not taken ({result.state}, screen still shows the prompt)")
+                return
+
+            def leaving() -> StateChange | None:
+                return next((c for c in agent.changes[index:] if c.new.state != "blocked"), None)
+
+            await agent.until(lambda: leaving() is not None, 10)
+            left = leaving()
+            if left is None:
+                samples.failures.append("prompt gone but the pane stayed blocked")
+                return
+            samples.drawn_to_blocked.append(blocked.mono - agent.first_seen[dialog])
+            samples.answer_to_left.append(left.mono - pressed)
+            if dialog in agent.gone_at:
+                samples.answer_to_erased.append(agent.gone_at[dialog] - pressed)
+            await agent.turn_over(STEP)
+
+
+def _fmt(values: list[float]) -> str:
+    if not values:
+        return f"{'-':>17}"
+    return f"{statistics.median(values) * 1000:7.0f} / {max(values) * 1000:6.0f}"
+
+
+def run(reps: int = 3, agents: tuple[str, ...] = ("claude", "codex", "gemini"), hooks: bool = True) -> str:
+    """Measure and return the table (ms, median / max over `reps` runs per row)."""
+    bin_dir = find_agents_bin()
+    if bin_dir is None:
+        return "bench agents: pinned agent CLIs not installed (scripts/install-agents)"
+    plan = [(a, False) for a in agents if (bin_dir / a).exists()]
+    if hooks and ("claude", False) in plan:
+        plan.append(("claude", True))
+    rows: list[Samples] = []
+    for name, with_hooks in plan:
+        samples = Samples(name + (" + hooks" if with_hooks else ""))
+        for _ in range(reps):
+            asyncio.run(asyncio.wait_for(_one(name, with_hooks, samples), 150))
+        rows.append(samples)
+    lines = [f"live latencies, bash scenario, {reps} run(s) per row, ms as median / max",
+             f"{'agent':<16} {'drawn → blocked':>17} {'answer → left':>17} {'answer → erased':>17}  "
+             "dropped  failures"]
+    for s in rows:
+        lines.append(f"{s.label:<16} {_fmt(s.drawn_to_blocked)} {_fmt(s.answer_to_left)} "
+                     f"{_fmt(s.answer_to_erased)}  {s.dropped:>7}  {', '.join(s.failures) or '-'}")
+    lines.append("drawn → blocked < 0: the hook's PermissionRequest put the pane in blocked before the dialog "
+                 "was drawn; answer → erased is the agent's own redraw time")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(run())

@@ -1,0 +1,85 @@
+"""Benchmark: wall time of one hook call, `panewatch pane report working`, as Claude runs it.
+
+Each call is a real subprocess fed a PreToolUse payload on stdin, talking to a real ReportServer
+over its unix socket, timed from spawn to exit (what the agent waits for on a synchronous hook);
+the reports are checked to have arrived.
+Run it with `python -m panewatch.lab.bench.hook [N]`; a `panewatch bench` subcommand can call `run`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+from typing import Any
+
+from panewatch.core.combine import Report
+from panewatch.runtime.hooks import ReportServer, hook_launcher
+
+# What Claude Code 2.1.332 pipes into a PreToolUse hook (shape of a recorded payload).
+PAYLOAD = json.dumps({
+    "session_id": "8d182a34-f1a0-4d6a-8d0d-a0c5e0172ba0",
+    "transcript_path": "/home/dev/.claude/projects/-home-dev-ws/8d182a34-f1a0-4d6a-8d0d-a0c5e0172ba0.jsonl",
+    "cwd": "/home/dev/ws", "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+    "tool_input": {"command": "touch /tmp/claude_lab_x", "description": "Create the marker file"},
+    "tool_use_id": "toolu_ef7585cf46974adc96de16cd",
+}).encode()
+
+
+def console_script_argv() -> list[str]:
+    """The installed `panewatch` script next to this Python, else `python -m panewatch`."""
+    script = shutil.which("panewatch", path=os.path.dirname(sys.executable))
+    return [script] if script else [sys.executable, "-m", "panewatch"]
+
+
+def run(n: int = 50, panewatch_argv: list[str] | None = None) -> dict[str, Any]:
+    """Time `n` calls; returns {"n", "argv", "median_ms", "p95_ms", "max_ms", "delivered"}."""
+    return asyncio.run(_run(max(1, n), panewatch_argv or hook_launcher()))
+
+
+async def _run(n: int, argv: list[str]) -> dict[str, Any]:
+    received: list[Report] = []
+    server = ReportServer(lambda _pane, report: received.append(report))
+    await server.start()
+    times: list[float] = []
+    try:
+        env = {**os.environ, **server.pane_env("bench")}
+        for _ in range(n):
+            start = time.perf_counter()
+            proc = await asyncio.create_subprocess_exec(*argv, "pane", "report", "working", "--event", "PreToolUse",
+                                                        env=env, stdin=asyncio.subprocess.PIPE)
+            await proc.communicate(PAYLOAD)
+            times.append(time.perf_counter() - start)
+        deadline = time.monotonic() + 5.0
+        while len(received) < n and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+    finally:
+        await server.close()
+    times.sort()
+    ms = [t * 1000 for t in times]
+    return {
+        "n": n,
+        "argv": argv,
+        "median_ms": round(statistics.median(ms), 2),
+        "p95_ms": round(ms[min(len(ms) - 1, int(0.95 * len(ms)))], 2),
+        "max_ms": round(ms[-1], 2),
+        "delivered": len(received),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    n = int(args[0]) if args else 50
+    for label, launcher in (("hook_launcher()", hook_launcher()), ("console script", console_script_argv())):
+        result = run(n, launcher)
+        print(f"{label:16} `pane report working` x{result['n']}: median {result['median_ms']} ms, "
+              f"p95 {result['p95_ms']} ms, max {result['max_ms']} ms, delivered {result['delivered']}/{result['n']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

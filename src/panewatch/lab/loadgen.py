@@ -1,0 +1,101 @@
+"""One process that drives many fake agents, for `panewatch bench scale` and `panewatch demo`.
+
+Each fake agent writes its screen into a FIFO; the runtime under test runs `cat FIFO` in a real
+PTY per pane, so every pane is a real PTY with a real process while the fakes themselves cost one
+asyncio loop instead of hundreds of Python processes. A built-in bot answers each prompt after
+3-8 s and types the next task after 3-10 s (seeded). The true states go to a JSON-lines file
+that only the scorer reads: {"pane", "t", "state"}.
+
+    python -m panewatch.lab.loadgen --fifo-dir DIR --panes N --truth FILE [--seconds S] [--seed N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import time
+from pathlib import Path
+from typing import IO
+
+from panewatch.lab.botuser import ANSWER_DELAY, TASK_DELAY, TASK_TEXTS
+from panewatch.lab.fakeagent import FakeAgentScript, Truth, interpret_async
+
+
+def fifo_path(fifo_dir: Path, index: int) -> Path:
+    return fifo_dir / f"pane-{index}.fifo"
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+async def drive_one(index: int, fd: int, truth: IO[str], *, seed: int, deadline: float,
+                    first_task: float, time_scale: float) -> None:
+    rng = random.Random(f"panewatch.loadgen:{seed}:{index}")
+    script = FakeAgentScript(seed=seed * 1000 + index)
+    state = "idle"  # the last true state drawn: the script reads an answer when blocked, a task when idle
+    tasks = 0
+
+    def record(t: Truth) -> None:
+        nonlocal state
+        state = t.state
+        truth.write(json.dumps({"pane": index, "t": time.time(), "state": t.state, "prompt": t.prompt}) + "\n")
+
+    async def next_line() -> str | None:
+        nonlocal tasks
+        if state == "blocked":
+            delay, line = rng.uniform(*ANSWER_DELAY), "1"
+        else:
+            tasks += 1
+            delay = first_task if tasks == 1 else rng.uniform(*TASK_DELAY)
+            line = f"Task {tasks}: {rng.choice(TASK_TEXTS)}"
+        delay *= time_scale
+        if time.time() + delay >= deadline:
+            await asyncio.sleep(max(0.0, deadline - time.time()))
+            return None  # end of the run: the fake agent leaves its screen
+        await asyncio.sleep(delay)
+        return line
+
+    await interpret_async(script.steps(), write=lambda data: _write_all(fd, data), readline=next_line,
+                          record=record, time_scale=time_scale)
+
+
+async def drive(fifo_dir: Path, panes: int, truth_path: Path, *, seconds: float, seed: int,
+                time_scale: float = 1.0) -> None:
+    deadline = time.time() + seconds
+    rng = random.Random(seed)
+    with truth_path.open("a", buffering=1) as truth:
+        fds = [os.open(fifo_path(fifo_dir, i), os.O_WRONLY) for i in range(panes)]
+        try:
+            await asyncio.gather(*(drive_one(i, fd, truth, seed=seed, deadline=deadline,
+                                             first_task=rng.uniform(0.0, 1.0), time_scale=time_scale)
+                                   for i, fd in enumerate(fds)))
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m panewatch.lab.loadgen")
+    parser.add_argument("--fifo-dir", type=Path, required=True)
+    parser.add_argument("--panes", type=int, required=True)
+    parser.add_argument("--truth", type=Path, required=True)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--time-scale", type=float, default=1.0)
+    ns = parser.parse_args(argv)
+    try:
+        asyncio.run(drive(ns.fifo_dir, ns.panes, ns.truth, seconds=ns.seconds, seed=ns.seed,
+                          time_scale=ns.time_scale))
+    except (KeyboardInterrupt, BrokenPipeError):
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

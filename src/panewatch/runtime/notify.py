@@ -1,0 +1,199 @@
+"""Tell the user when a pane needs them: on entering `blocked` (and, if configured, when a working
+turn ends), at most once per `cooldown` seconds per (pane, state) on the injected clock.
+
+Backends:
+  desktop   `notify-send` (Linux) or `osascript` (macOS); skipped silently when neither exists.
+  terminal  BEL, OSC 9 or OSC 777 written to the outer terminal (only in `panewatch run`, where the
+            runtime passes `terminal_writer`); the text is stripped of control characters first,
+            so prompt text can never end the OSC early or inject escape sequences.
+  command   the user's `notify.command` via /bin/sh -c, with PANEWATCH_PANE, PANEWATCH_STATE,
+            PANEWATCH_AGENT, PANEWATCH_PROMPT in its environment (never spliced into the command).
+
+Processes are started without waiting (Popen, own session, no stdin) and reaped by a watcher
+thread that kills them after `command_timeout`. A failing backend is counted in `failures` and
+logged at debug level, never raised: a notification must not break the runtime (and nothing is
+printed: in `run` mode stderr is the user's terminal).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable
+
+from panewatch.runtime.settings import NotifySettings, Settings
+
+log = logging.getLogger(__name__)
+log.addHandler(logging.NullHandler())  # no last-resort stderr output over the user's terminal
+
+TITLE = "panewatch"
+_CONTROL = dict.fromkeys([*range(0x20), 0x7F, *range(0x80, 0xA0)], " ")
+_MAX_TEXT = 240
+
+Which = Callable[[str], str | None]
+
+
+def clean(text: str, limit: int = _MAX_TEXT) -> str:
+    """One line, no control characters, bounded length."""
+    text = " ".join(text.translate(_CONTROL).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class Notifier:
+    def __init__(
+        self,
+        settings: Settings | NotifySettings,
+        clock: Callable[[], float],
+        *,
+        terminal_writer: Callable[[bytes], None] | None = None,
+        which: Which = shutil.which,
+        platform: str = sys.platform,
+    ) -> None:
+        self.settings = settings.notify if isinstance(settings, Settings) else settings
+        self._clock = clock
+        self._terminal_writer = terminal_writer
+        self._which = which
+        self._platform = platform
+        self._last: dict[tuple[str, str], float] = {}
+        self._children: set[subprocess.Popen[bytes]] = set()
+        self._lock = threading.Lock()
+        self.fired: Counter[str] = Counter()
+        self.failures: Counter[str] = Counter()
+        self.suppressed = 0  # notifications skipped by the cooldown
+
+    def wants(self, old_state: str, new_state: str) -> bool:
+        """Is this change one the user asked to hear about?"""
+        if new_state == "blocked":
+            return old_state != "blocked"
+        return self.settings.on_turn_end and old_state == "working" and new_state == "idle"
+
+    def on_change(self, pane_id: str, agent: str, old_state: str, new_state: str, prompt_text: str = "") -> list[str]:
+        """Notify if this state change calls for it; returns the names of the backends that fired."""
+        if not self.wants(old_state, new_state):
+            return []
+        now = self._clock()
+        key = (pane_id, new_state)
+        last = self._last.get(key)
+        if last is not None and now - last < self.settings.cooldown:
+            self.suppressed += 1
+            return []
+        self._last[key] = now
+        title, body = self._message(pane_id, agent, new_state, prompt_text)
+        env = {"PANEWATCH_PANE": pane_id, "PANEWATCH_STATE": new_state, "PANEWATCH_AGENT": agent,
+               "PANEWATCH_PROMPT": prompt_text}
+        fired: list[str] = []
+        backends: list[tuple[str, Callable[[], bool]]] = [
+            ("desktop", lambda: self._desktop(title, body)),
+            ("terminal", lambda: self._terminal(title, body)),
+            ("command", lambda: self._command(env)),
+        ]
+        for name, send in backends:
+            if name != "command" and name not in self.settings.backends:
+                continue
+            try:
+                if send():
+                    fired.append(name)
+                    self.fired[name] += 1
+            except Exception as exc:
+                with self._lock:
+                    self.failures[name] += 1
+                log.debug("notify backend %s failed: %s", name, exc)
+        return fired
+
+    @staticmethod
+    def _message(pane_id: str, agent: str, state: str, prompt_text: str) -> tuple[str, str]:
+        who = agent or "agent"
+        if state == "blocked":
+            title = f"{who} needs your answer ({pane_id})"
+            body = prompt_text or "a permission prompt is waiting"
+        else:
+            title = f"{who} finished its turn ({pane_id})"
+            body = prompt_text or f"now {state}"
+        return clean(title, 80), clean(body)
+
+    # -- backends: return True if they fired, False if skipped; raise on failure ------------------
+
+    def _desktop(self, title: str, body: str) -> bool:
+        if self._platform == "darwin":
+            osascript = self._which("osascript")
+            if osascript is None:
+                return False
+            # Text goes in as argv, not into the script source: no AppleScript quoting to get wrong.
+            script = "on run argv\ndisplay notification (item 2 of argv) with title (item 1 of argv)\nend run"
+            self._spawn("desktop", [osascript, "-e", script, title, body], None)
+            return True
+        notify_send = self._which("notify-send")
+        if notify_send is None:
+            return False
+        self._spawn("desktop", [notify_send, "--app-name=panewatch", title, body], None)
+        return True
+
+    def _terminal(self, title: str, body: str) -> bool:
+        if self._terminal_writer is None:
+            return False
+        kind = self.settings.terminal
+        if kind == "osc777":
+            data = f"\x1b]777;notify;{title.replace(';', ',')};{body}\x07"
+        elif kind == "osc9":
+            data = f"\x1b]9;{title}: {body}\x07"
+        else:
+            data = "\x07"
+        self._terminal_writer(data.encode("utf-8", "replace"))
+        return True
+
+    def _command(self, env: dict[str, str]) -> bool:
+        command = self.settings.command
+        if not command:
+            return False
+        self._spawn("command", ["/bin/sh", "-c", command], {**os.environ, **env})
+        return True
+
+    # -- child processes ------------------------------------------------------------------------
+
+    def _spawn(self, backend: str, argv: list[str], env: dict[str, str] | None) -> None:
+        proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+        with self._lock:
+            self._children.add(proc)
+        threading.Thread(target=self._reap, args=(backend, proc), name="panewatch-notify-reaper", daemon=True).start()
+
+    def _reap(self, backend: str, proc: subprocess.Popen[bytes]) -> None:
+        """Runs in a watcher thread: wait (bounded), kill on timeout, count a failed exit."""
+        failed = True
+        try:
+            failed = proc.wait(timeout=self.settings.command_timeout) != 0
+        except subprocess.TimeoutExpired:
+            self._kill(proc)
+        finally:
+            with self._lock:
+                self._children.discard(proc)
+                if failed:
+                    self.failures[backend] += 1
+            if failed:
+                log.debug("notify backend %s: %s failed or timed out", backend, proc.args)
+
+    @staticmethod
+    def _kill(proc: subprocess.Popen[bytes]) -> None:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)  # its own session: take its children too
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+
+    def running(self) -> int:
+        with self._lock:
+            return len(self._children)
+
+    def close(self) -> None:
+        """Kill whatever notification processes are still running (runtime shutdown)."""
+        with self._lock:
+            children = list(self._children)
+        for proc in children:
+            if proc.poll() is None:
+                self._kill(proc)

@@ -1,0 +1,143 @@
+"""User settings from `config_dir()/config.toml`. No file is needed: every key has a default.
+
+    [notify]
+    backends = ["desktop", "terminal"]   # which notifiers fire: desktop, terminal, command
+    terminal = "osc9"                    # terminal backend: "osc9", "osc777" or "bell"
+    on_turn_end = false                  # also notify when a working turn ends (working → idle)
+    cooldown = 30                        # seconds between two notifications per pane and state
+    command = ""                         # run via /bin/sh -c on each notification (set = enabled);
+                                         # PANEWATCH_PANE/STATE/AGENT/PROMPT in its environment
+    command_timeout = 10                 # seconds before a hanging command is killed
+
+A problem never stops panewatch: a bad value falls back to that key's default, a file that is not
+TOML falls back to all defaults, and each problem becomes a warning naming the file and the key.
+`strict=True` (for a checker) raises SettingsError with every problem instead.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from panewatch.errors import SettingsError
+from panewatch.runtime.paths import config_dir
+
+BACKENDS = ("desktop", "terminal", "command")
+TERMINAL_KINDS = ("osc9", "osc777", "bell")
+
+
+@dataclass(frozen=True)
+class NotifySettings:
+    backends: tuple[str, ...] = ("desktop", "terminal")
+    terminal: str = "osc9"
+    on_turn_end: bool = False
+    cooldown: float = 30.0
+    command: str = ""
+    command_timeout: float = 10.0
+
+
+@dataclass(frozen=True)
+class AgentsSettings:
+    update_from: str = ""  # where `panewatch agents update` fetches manifests (URL or directory)
+
+
+@dataclass(frozen=True)
+class Settings:
+    notify: NotifySettings = field(default_factory=NotifySettings)
+    agents: AgentsSettings = field(default_factory=AgentsSettings)
+    path: str = ""  # the file read; "" when only defaults apply
+    warnings: tuple[str, ...] = ()
+
+
+def settings_path() -> Path:
+    return config_dir() / "config.toml"
+
+
+def load_settings(path: Path | None = None, *, strict: bool = False) -> Settings:
+    path = path or settings_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Settings()
+    except (OSError, UnicodeDecodeError) as exc:
+        return _finish(path, {}, [f"{path}: cannot read ({exc}); using defaults"], strict)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        return _finish(path, {}, [f"{path}: not valid TOML ({exc}); using defaults"], strict)
+    problems: list[str] = []
+    for key in doc:
+        if key not in ("notify", "agents"):
+            problems.append(f"{path}: {key}: unknown setting (known: notify, agents)")
+    table = doc.get("notify", {})
+    if not isinstance(table, dict):
+        problems.append(f"{path}: notify: must be a table ([notify])")
+        table = {}
+    return _finish(path, _notify(table, path, problems), problems, strict, _agents(doc.get("agents", {}), path,
+                                                                                     problems))
+
+
+def _agents(table: Any, path: Path, problems: list[str]) -> AgentsSettings:
+    if not isinstance(table, dict):
+        problems.append(f"{path}: agents: must be a table ([agents])")
+        return AgentsSettings()
+    for key in sorted(set(table) - {"update_from"}):
+        problems.append(f"{path}: agents.{key}: unknown key (known: update_from)")
+    value = table.get("update_from", "")
+    if not isinstance(value, str):
+        problems.append(f"{path}: agents.update_from: must be a URL or a directory (a string)")
+        value = ""
+    return AgentsSettings(value.strip())
+
+
+def _finish(path: Path, notify: dict[str, Any], problems: list[str], strict: bool,
+            agents: AgentsSettings | None = None) -> Settings:
+    if strict and problems:
+        raise SettingsError(str(path), problems)
+    return Settings(NotifySettings(**notify), agents or AgentsSettings(), str(path), tuple(problems))
+
+
+def _notify(table: dict[str, Any], path: Path, problems: list[str]) -> dict[str, Any]:
+    """Valid values of [notify]; every bad one is left out (so it keeps its default) and reported."""
+    known = {f.name for f in fields(NotifySettings)}
+    out: dict[str, Any] = {}
+
+    def bad(key: str, why: str) -> None:
+        problems.append(f"{path}: notify.{key}: {why}, got {table[key]!r}; using the default")
+
+    for key, value in table.items():
+        if key not in known:
+            problems.append(f"{path}: notify.{key}: unknown key (known: {', '.join(sorted(known))})")
+        elif key == "backends":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                bad(key, "must be a list of names")
+                continue
+            unknown = [v for v in value if v not in BACKENDS]
+            if unknown:
+                problems.append(f"{path}: notify.backends: unknown {unknown} ignored (known: {', '.join(BACKENDS)})")
+            out[key] = tuple(dict.fromkeys(v for v in value if v in BACKENDS))
+        elif key == "terminal":
+            if value not in TERMINAL_KINDS:
+                bad(key, f"must be one of {', '.join(TERMINAL_KINDS)}")
+            else:
+                out[key] = value
+        elif key == "on_turn_end":
+            if not isinstance(value, bool):
+                bad(key, "must be true or false")
+            else:
+                out[key] = value
+        elif key in ("cooldown", "command_timeout"):
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                bad(key, "must be a number of seconds >= 0")
+            else:
+                out[key] = float(value)
+        elif key == "command":
+            if not isinstance(value, str):
+                bad(key, "must be a string")
+            else:
+                out[key] = value
+    if "command" in out.get("backends", ()) and not out.get("command"):
+        problems.append(f"{path}: notify.backends: 'command' is listed but notify.command is empty")
+    return out

@@ -1,0 +1,196 @@
+"""Ground truth for a captured session, without panewatch's classifier (that would be circular).
+
+What a capture knows for certain, and how each state's start is derived from it:
+
+* the **scenario** (mock/scenario.py): which tool calls the mock makes, hence which dialogs must
+  appear and how many; the trap scenario makes none, so nothing in it can be blocked;
+* the **mock's events** on the cast's clock: `reply_sent` with `stop_reason` tool_use opens a window
+  in which a dialog may show, the next `request` (the tool's result coming back) closes it; the
+  `end_turn` reply is the last thing the agent receives in the turn;
+* **literal strings** each agent prints (AgentProfile): the dialog's own question, a busy marker
+  shown only while a turn runs, and the ready composer.
+
+Replaying the cast's output on an emulated screen (the pane's view, frame by frame):
+
+    ignore   from 0 (start-up) until the composer shows and the output pauses for SETTLE
+    idle     from that frame
+    working  from the first frame after the prompt's Enter that shows the busy marker
+    blocked  from the first frame, inside a tool window, that shows the scenario's dialog question,
+             to the first frame where it is gone (working again from there); a gap shorter than
+             FLICKER between two such stretches is no gap (a redraw split across two reads)
+    idle     from the first frame after the end_turn reply that shows the composer with neither
+             the busy marker nor a dialog (after a refused dialog that ended the turn: after the
+             dialog is gone)
+    ignore   from the driver's `exit` marker (SIGTERM; the agent tears its screen down)
+
+Working therefore spans quiet tool calls and the model's silences: the scenario says the turn is
+running until the final reply, whatever the screen looks like meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from panewatch.core.cast import Cast
+from panewatch.core.screen import Screen, Snapshot
+
+
+class TruthError(ValueError):
+    """The recording does not show what the scenario says must happen (see the message)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    t: float
+    text: str  # visible rows joined by newlines
+
+
+def frames(cast: Cast) -> list[Frame]:
+    """The visible screen after every output (or resize) event, as plain text."""
+    screen = Screen(cast.header.width, cast.header.height)
+    out: list[Frame] = []
+    for event in cast.events:
+        if event.kind == "o":
+            screen.feed(event.data.encode("utf-8", "surrogateescape"))
+        elif event.kind == "r" and (size := event.size) is not None:
+            screen.resize(*size)
+        else:
+            continue
+        out.append(Frame(event.t, _text(screen.snapshot())))
+    return out
+
+
+def _text(snapshot: Snapshot) -> str:
+    return "\n".join(snapshot.rows)
+
+
+def _shows(text: str, literals: Iterable[str]) -> bool:
+    return any(lit in text for lit in literals)
+
+
+def marker_time(cast: Cast, label: str) -> float | None:
+    return next((e.t for e in cast.events if e.kind == "m" and e.data == label), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Literals:
+    ready: tuple[str, ...]  # the composer, waiting for a task
+    busy: tuple[str, ...]  # shown only while a turn runs
+    dialog: tuple[str, ...]  # the scenario's dialog question(s); empty: no dialog expected
+
+
+def tool_windows(mock_events: Sequence[dict[str, Any]]) -> list[tuple[float, float]]:
+    """[reply_sent tool_use, next request) intervals: the only times a dialog can be real."""
+    windows: list[tuple[float, float]] = []
+    for i, ev in enumerate(mock_events):
+        if ev.get("event") == "reply_sent" and ev.get("stop_reason") == "tool_use":
+            end = next((float(e["t"]) for e in mock_events[i + 1:] if e.get("event") == "request"), float("inf"))
+            windows.append((float(ev["t"]), end))
+    return windows
+
+
+SETTLE = 0.3  # seconds without output that end the start-up (see derive_timeline)
+FLICKER = 0.15  # seconds: a dialog gone and one back within this is one stretch (a redraw split
+# across reads, or the next dialog drawn at once: a person sees no gap)
+
+
+def dialog_stretches(shots: Sequence[Frame], windows: Sequence[tuple[float, float]], dialog: tuple[str, ...],
+                     after: float) -> list[tuple[float, float]]:
+    """(drawn, gone) of each dialog that is first drawn inside a tool window (and after `after`).
+
+    It may outlive its window: the agent can send the tool's result before it erases the dialog.
+    """
+    if not dialog:
+        return []
+    out: list[tuple[float, float]] = []
+    on: float | None = None
+    for f in shots:
+        showing = _shows(f.text, dialog)
+        if on is None and showing and f.t >= after and any(lo <= f.t < hi for lo, hi in windows):
+            on = f.t
+        elif on is not None and not showing:
+            if out and on - out[-1][1] < FLICKER:
+                out[-1] = (out[-1][0], f.t)
+            else:
+                out.append((on, f.t))
+            on = None
+    if on is not None:
+        raise TruthError(f"the dialog drawn at {on:.3f}s never went away")
+    return out
+
+
+def derive_timeline(cast: Cast, mock_events: Sequence[dict[str, Any]], lit: Literals,
+                    expected_dialogs: int, *, declined: bool = False) -> list[dict[str, Any]]:
+    """The truth timeline [{t, state, note}] (see the module docstring). Raises TruthError.
+
+    `declined`: the dialog was answered with a refusal, which may end the turn there (Claude's
+    "No", Codex's and Gemini's Esc): without a final reply, idle starts once the dialog is gone.
+    """
+    shots = frames(cast)
+    submitted = marker_time(cast, "submitted")
+    exit_at = marker_time(cast, "exit")
+    if submitted is None or exit_at is None:
+        raise TruthError("the cast lacks the driver's 'submitted' or 'exit' marker")
+    shots = [f for f in shots if f.t < exit_at]
+    timeline: list[dict[str, Any]] = [{"t": 0.0, "state": "ignore", "note": "agent starting"}]
+
+    before = [f for f in shots if f.t < submitted]
+    shown = [i for i, f in enumerate(before) if _shows(f.text, lit.ready)]
+    if not shown:
+        raise TruthError(f"the composer {lit.ready} never showed before the prompt was submitted")
+    # Start-up is over once the composer shows and the output pauses: CLIs draw their status, tips
+    # and a title spinner (Codex) for a moment after the composer first appears.
+    settled = next((i for i in shown if i + 1 == len(before) or before[i + 1].t - before[i].t >= SETTLE
+                    ), shown[0])
+    ready = before[settled]
+    timeline.append({"t": ready.t, "state": "idle",
+                     "note": f"composer {_first(ready.text, lit.ready)!r} shown, start-up output settled"})
+
+    busy = next((f for f in shots if f.t >= submitted and _shows(f.text, lit.busy)), None)
+    if busy is None:
+        raise TruthError(f"the busy marker {lit.busy} never showed after the prompt")
+    timeline.append({"t": busy.t, "state": "working",
+                     "note": f"prompt submitted at {submitted:.3f}s; busy marker {_first(busy.text, lit.busy)!r}"})
+
+    stretches = dialog_stretches(shots, tool_windows(mock_events), lit.dialog, busy.t)
+    for on, off in stretches:
+        timeline.append({"t": on, "state": "blocked", "note": "dialog drawn"})
+        timeline.append({"t": off, "state": "working", "note": "dialog gone (answered)"})
+    blocked = len(stretches)
+    # Two dialogs drawn back to back with no frame between them read as one blocked stretch.
+    if (blocked == 0) != (expected_dialogs == 0) or blocked > expected_dialogs:
+        raise TruthError(f"{blocked} dialog(s) seen inside tool windows, the scenario makes {expected_dialogs}")
+
+    final = [float(e["t"]) for e in mock_events if e.get("event") == "reply_sent"
+             and e.get("stop_reason") == "end_turn"]
+    if not final and not (declined and stretches):
+        raise TruthError("the mock never sent the turn's final (end_turn) reply")
+    if not final:  # refused, and the agent asked the model nothing more: idle as the dialog goes
+        timeline[-1] = {"t": stretches[-1][1], "state": "idle", "note": "dialog refused: the turn ended there"}
+        timeline.append({"t": exit_at, "state": "ignore", "note": "capture over: SIGTERM, the agent exits"})
+        return _sorted_unique(timeline)
+    after = max(final[-1], timeline[-1]["t"])
+    idle = next((f for f in shots if f.t >= after and _shows(f.text, lit.ready)
+                 and not _shows(f.text, lit.busy) and not _shows(f.text, lit.dialog)), None)
+    if idle is None:
+        raise TruthError("the composer never came back after the final reply")
+    timeline.append({"t": idle.t, "state": "idle", "note": "final reply shown, composer back, busy marker gone"})
+    timeline.append({"t": exit_at, "state": "ignore", "note": "capture over: SIGTERM, the agent exits"})
+    return _sorted_unique(timeline)
+
+
+def _first(text: str, literals: Iterable[str]) -> str:
+    return next((lit for lit in literals if lit in text), "")
+
+
+def _sorted_unique(timeline: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for entry in sorted(timeline, key=lambda e: float(e["t"])):
+        entry["t"] = round(float(entry["t"]), 6)
+        if out and out[-1]["t"] == entry["t"]:
+            out[-1] = entry  # two changes in one frame: the later one is what the frame shows
+        else:
+            out.append(entry)
+    return out
