@@ -9,9 +9,9 @@ from typing import Any
 from panewatch.cli.detect import load_manifests, read_cast_file, resolve_agent
 from panewatch.core.classify import explain
 from panewatch.core.manifest import ManifestError, load_manifest
+from panewatch.core.replay import replay
 from panewatch.golden.cases import find_cases
 from panewatch.golden.run import run_case, with_replacement
-from panewatch.replay import replay
 
 
 def cmd_list(ns: argparse.Namespace) -> int:

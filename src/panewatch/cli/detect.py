@@ -11,8 +11,8 @@ from typing import Any
 from panewatch.core.cast import Cast, CastError, looks_like_cast, parse_cast
 from panewatch.core.classify import Verdict, classify, classify_unidentified, identify
 from panewatch.core.manifest import Manifest, ManifestSet, load_all
+from panewatch.core.replay import replay
 from panewatch.core.screen import Screen, Snapshot
-from panewatch.replay import replay
 from panewatch.runtime.paths import user_agents_dir
 
 

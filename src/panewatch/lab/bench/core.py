@@ -19,9 +19,9 @@ from panewatch.core.classify import classify
 from panewatch.core.detector import PaneDetector
 from panewatch.core.manifest import load_all
 from panewatch.core.policy import ChangeDrivenSchedule
+from panewatch.core.replay import replay
 from panewatch.core.screen import Screen
 from panewatch.golden.cases import find_cases
-from panewatch.replay import replay
 
 
 def synthetic_log(size: int = 10_000_000, seed: int = 1) -> list[bytes]:

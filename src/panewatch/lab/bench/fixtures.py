@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from panewatch.core.classify import classify
 from panewatch.core.manifest import Manifest, load_all
 from panewatch.core.policy import FixedSweepSchedule
+from panewatch.core.replay import replay, state_at
 from panewatch.golden.cases import GoldenCase, find_cases
 from panewatch.golden.scoring import score
 from panewatch.lab.baseline import tail_snapshot
-from panewatch.replay import replay, state_at
 
 PROBE_BEFORE_END = 0.05  # judge each truth segment just before it ends: the state has settled
 
