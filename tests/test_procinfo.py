@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 
+from panewatch.core.identity import candidate_names, match_agent
 from panewatch.core.manifest import load_all
-from panewatch.runtime.process import ForegroundTracker, candidate_names, foreground, match_agent
+from panewatch.runtime.process import ForegroundTracker, foreground
 from panewatch.runtime.pty import PtySession
 
 MANIFESTS = load_all(None).list()

@@ -24,11 +24,12 @@ from panewatch.core.cast import CastWriter
 from panewatch.core.classify import Verdict
 from panewatch.core.combine import PaneState, Report, combine, screen_key
 from panewatch.core.detector import PaneDetector
+from panewatch.core.machine import Foreground
 from panewatch.core.manifest import Manifest, ManifestError, ManifestSet, load_all
 from panewatch.core.policy import ChangeDrivenSchedule, PolicyConfig, Schedule
 from panewatch.core.screen import Screen, Snapshot
 from panewatch.runtime import paths
-from panewatch.runtime.process import Foreground, ForegroundTracker
+from panewatch.runtime.process import ForegroundTracker
 from panewatch.runtime.pty import PtySession
 
 log = logging.getLogger("panewatch.runtime.live")

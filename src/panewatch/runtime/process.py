@@ -1,4 +1,5 @@
-"""Who holds the pane: the tty's foreground process group → process name and command line → agent.
+"""Who holds the pane: the tty's foreground process group → process name and command line → agent
+(what the names mean: core/identity.py).
 
 `tcgetpgrp` on the master is one cheap syscall; psutil runs only when the group changed. Every
 psutil call tolerates the process vanishing under us (a command that just exited is the common
@@ -10,104 +11,12 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
-from pathlib import PurePath
 
 import psutil
 
+from panewatch.core.identity import WRAPPERS, base_name, is_interpreter, is_shell_name, match_agent
+from panewatch.core.machine import Foreground
 from panewatch.core.manifest import Manifest
-
-SHELLS = frozenset({
-    "sh", "bash", "zsh", "fish", "dash", "ash", "ksh", "mksh", "oksh", "loksh", "yash", "tcsh", "csh",
-    "nu", "elvish", "xonsh", "pwsh", "busybox",
-})
-# A script run by one of these is named by its script path, not by the interpreter.
-INTERPRETERS = frozenset({"node", "nodejs", "bun", "deno", "python", "ruby", "perl", "env", *SHELLS})
-# Package layouts put the real name above a generic entry point: .../@anthropic-ai/claude-code/cli.js
-# Launchers that may start the agent as a child in the same group: their children are looked at.
-WRAPPERS = frozenset({"npx", "npm", "pnpm", "pnpx", "yarn", "bunx", "uv", "uvx", "pipx", "sudo", "doas", "timeout",
-                      "nice", "nohup", "time", "script", "xargs", "watch", "direnv", "mise", "asdf", "nix", "make",
-                      "just"})
-_GENERIC_STEMS = frozenset({"cli", "index", "main", "entry", "run", "start", "app", "bundle"})
-_GENERIC_DIRS = frozenset({"dist", "bin", "build", "lib", "src", "out", "esm", "cjs", "node_modules"})
-
-
-@dataclass(frozen=True, slots=True)
-class Foreground:
-    pgid: int
-    pid: int | None  # the process described: the group leader, else the group's newest process
-    name: str
-    cmdline: tuple[str, ...]
-    is_shell: bool  # a shell holds the pane (no agent found anywhere in the group)
-    agent_id: str | None  # the manifest whose `processes` match a member of the group
-
-
-def _base(name: str) -> str:
-    name = name.lstrip("-")  # login shells run as "-bash"
-    return PurePath(name).name if name else ""
-
-
-def _interpreter(name: str) -> bool:
-    base = _base(name)
-    return base in INTERPRETERS or base.startswith(("python", "node", "ruby", "perl"))
-
-
-def _script(cmdline: tuple[str, ...]) -> str | None:
-    """The script an interpreter runs: `-m module` for python, else the first non-option argument."""
-    args = list(cmdline[1:])
-    while args:
-        arg = args.pop(0)
-        if arg == "-m" and args:
-            return args[0]
-        if arg in ("-c", "-e", "--eval"):
-            return None  # inline code names nothing
-        if not arg.startswith("-"):
-            return arg
-    return None
-
-
-def _path_names(path: str) -> list[str]:
-    """Names a script path may carry: `.../bin/gemini` → gemini; `.../claude-code/cli.js` → claude-code."""
-    p = PurePath(path)
-    names = [p.name, p.stem]
-    if p.stem in _GENERIC_STEMS or p.name in _GENERIC_STEMS:
-        for parent in p.parents:
-            if parent.name and parent.name not in _GENERIC_DIRS:
-                names.append(parent.name)
-                for suffix in ("-cli", "-code", "-agent"):
-                    if parent.name.endswith(suffix):
-                        names.append(parent.name[: -len(suffix)])
-                break
-    return names
-
-
-def candidate_names(name: str, cmdline: Iterable[str]) -> list[str]:
-    """Every name under which a process may be known, most specific first."""
-    argv = tuple(cmdline)
-    out: list[str] = []
-    for value in (name, argv[0] if argv else ""):
-        base = _base(value)
-        if base:
-            out.append(base)
-    if argv and (_interpreter(name) or _interpreter(argv[0])):
-        script = _script(argv)
-        if script:
-            out.extend(_path_names(script))
-    return list(dict.fromkeys(out))
-
-
-def match_agent(name: str, cmdline: Iterable[str], manifests: Iterable[Manifest]) -> str | None:
-    """The id of the first manifest listing one of the process's names in `processes`."""
-    names = candidate_names(name, cmdline)
-    for manifest in manifests:
-        wanted = set(manifest.processes)
-        if any(n in wanted for n in names):
-            return manifest.id
-    return None
-
-
-def is_shell_name(name: str) -> bool:
-    return _base(name) in SHELLS
 
 
 def _info(proc: psutil.Process) -> tuple[str, tuple[str, ...], float] | None:
@@ -152,8 +61,8 @@ def _leader_alone(pgid: int, manifests: list[Manifest]) -> Foreground | None:
             return None
         name, cmdline, _ = info
         agent_id = match_agent(name, cmdline, manifests)
-        if agent_id is not None or not (_interpreter(name) or _base(name) in WRAPPERS):
-            return Foreground(pgid, pgid, name, cmdline, False, agent_id)
+        if agent_id is not None or not (is_interpreter(name) or base_name(name) in WRAPPERS):
+            return Foreground(pgid, name, cmdline, False, agent_id, pgid)
     return None
 
 
@@ -167,7 +76,7 @@ def describe_group(pgid: int, session_pid: int, manifests: Iterable[Manifest]) -
         if info is not None:
             infos.append((proc, *info))
     if not infos:
-        return Foreground(pgid, None, "", (), False, None)
+        return Foreground(pgid, "", (), False, None)
     # The leader names the job (`claude | tee log` is claude); without it the newest member does.
     infos.sort(key=lambda item: (item[0].pid != pgid, -item[3]))
     proc, name, cmdline, _ = infos[0]
@@ -178,7 +87,7 @@ def describe_group(pgid: int, session_pid: int, manifests: Iterable[Manifest]) -
             break
     # Only shells in the group: a shell waits at its prompt (a shell running a command has children here).
     shell = agent_id is None and all(is_shell_name(item[1]) for item in infos)
-    return Foreground(pgid, proc.pid, name, cmdline, shell, agent_id)
+    return Foreground(pgid, name, cmdline, shell, agent_id, proc.pid)
 
 
 def foreground(master_fd: int, session_pid: int, manifests: Iterable[Manifest]) -> Foreground | None:
