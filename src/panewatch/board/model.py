@@ -17,6 +17,7 @@ from typing import Any
 
 from panewatch.board.rpc import RemoteError
 from panewatch.core.prompt import Prompt
+from panewatch.core.states import urgency
 from panewatch.errors import (
     GuardError,
     NotBlockedError,
@@ -83,9 +84,6 @@ def in_state(card: Card, now: float | None = None) -> float:
     return max(0.0, (time.time() if now is None else now) - float(card.get("since") or 0.0))
 
 
-STATE_ORDER = {"blocked": 0, "working": 1, "idle": 2, "exited": 3}
-
-
 def sort_key(card: Card) -> tuple[int, float, str]:
     """Blocked first (longest waiting first), then working, idle, exited."""
-    return STATE_ORDER.get(str(card.get("state")), 9), float(card.get("since") or 0.0), str(card.get("id"))
+    return urgency(str(card.get("state"))), float(card.get("since") or 0.0), str(card.get("id"))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from panewatch.core.manifest import Manifest, Region, Rule
 from panewatch.core.screen import Snapshot
+from panewatch.core.states import ScreenState, urgency
 
 # A horizontal rule: a row made only of box-drawing horizontals (Ink draws `─`, Claude's dialogs
 # `╌` between sections and `▔` above plan mode). Corners are allowed so `╭──╮` boxes count too.
@@ -20,7 +21,7 @@ _RULE_ROW = re.compile(r"^\s*[╭╰├┌└]?[─━═╌╍┄┅┈┉▔]{
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    state: str  # blocked | working | idle
+    state: ScreenState
     rule: str | None  # id of the rule that decided; None = no rule matched (idle by default)
     region: str = ""
     matched: str = ""
@@ -129,9 +130,6 @@ def explain(snapshot: Snapshot, manifest: Manifest) -> tuple[Verdict, list[RuleT
     return Verdict("idle", None, agent=manifest.id), trace
 
 
-_PRIORITY = {"blocked": 0, "working": 1, "idle": 2}
-
-
 def classify_unidentified(snapshot: Snapshot, manifests: list[Manifest]) -> Verdict:
     """No agent recognised yet: the most urgent verdict any manifest's rules give (blocked first),
     reported with agent '' since the agent is unknown. Better to surface a dialog than to miss it."""
@@ -140,7 +138,7 @@ def classify_unidentified(snapshot: Snapshot, manifests: list[Manifest]) -> Verd
         if not manifest.verified:  # unverified rules are too loose to apply to an unknown screen
             continue
         verdict = classify(snapshot, manifest)
-        if verdict.rule is not None and _PRIORITY[verdict.state] < _PRIORITY[best.state]:
+        if verdict.rule is not None and urgency(verdict.state) < urgency(best.state):
             best = Verdict(verdict.state, f"{manifest.id}/{verdict.rule}", verdict.region, verdict.matched,
                            verdict.row, "")
     return best

@@ -51,12 +51,10 @@ from dataclasses import dataclass
 
 from panewatch.core.classify import Verdict
 from panewatch.core.screen import Snapshot
-
-REPORT_STATES = ("blocked", "working", "idle", "done")
-PANE_STATES = ("blocked", "working", "idle", "exited")
+from panewatch.core.states import REPORT_STATES, ReportState, Source, State
 
 # Seconds a report stays fresh on an unchanged screen; None = until the screen changes.
-REPORT_MAX_AGE: dict[str, float | None] = {
+REPORT_MAX_AGE: dict[ReportState, float | None] = {
     "blocked": None,
     "working": 600.0,
     "idle": None,
@@ -68,9 +66,9 @@ REPORT_MAX_AGE: dict[str, float | None] = {
 class Report:
     """What the agent itself said, via a hook or ACP. `t` is on the live loop's clock."""
 
-    state: str  # blocked | working | idle | done
+    state: ReportState
     t: float
-    source: str  # "hook" | "acp"
+    source: Source  # "hook" | "acp"
     detail: str = ""
 
 
@@ -78,8 +76,8 @@ class Report:
 class PaneState:
     """The pane's combined state, and which signal decided it."""
 
-    state: str  # blocked | working | idle | exited
-    source: str  # "screen" | "hook" | "acp" | "process"
+    state: State
+    source: Source
     rule: str | None  # the screen rule that decided; None for reports, process, or no rule matched
     detail: str = ""  # matched text, or the report's detail
 

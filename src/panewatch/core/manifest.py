@@ -15,9 +15,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-STATES = ("blocked", "working", "idle")
+from panewatch.core.states import SCREEN_STATES, ScreenState, screen_state, urgency
+
 REGION_KINDS = ("screen", "title", "bottom", "top", "below_rule")
-_STATE_ORDER = {s: i for i, s in enumerate(STATES)}
 
 
 class ManifestError(ValueError):
@@ -56,7 +56,7 @@ class Region:
 @dataclass(frozen=True, slots=True)
 class Rule:
     id: str
-    state: str
+    state: ScreenState
     region: Region
     any: tuple[re.Pattern[str], ...]
     all: tuple[re.Pattern[str], ...]
@@ -141,15 +141,15 @@ def parse_manifest(doc: dict[str, Any], source: str, origin: str = "bundled") ->
         elif rule_id in seen:
             problems.append(f"{where}: duplicate id")
         seen.add(rule_id)
-        state = raw.get("state")
-        if state not in STATES:
-            problems.append(f"{where}: `state` must be one of {', '.join(STATES)}, not {state!r}")
+        state = screen_state(raw.get("state"))
+        if state is None:
+            problems.append(f"{where}: `state` must be one of {', '.join(SCREEN_STATES)}, not {raw.get('state')!r}")
             state = "idle"
-        elif _STATE_ORDER[state] < last_order:
-            problems.append(f"{where}: {state} rule after a {STATES[last_order]} rule "
+        elif urgency(state) < last_order:
+            problems.append(f"{where}: {state} rule after a {SCREEN_STATES[last_order]} rule "
                             "(order must be blocked, then working, then idle)")
         else:
-            last_order = _STATE_ORDER[state]
+            last_order = urgency(state)
         try:
             region = Region.parse(str(raw.get("region", "screen")))
         except ValueError as exc:
@@ -164,7 +164,7 @@ def parse_manifest(doc: dict[str, Any], source: str, origin: str = "bundled") ->
         if not isinstance(note, str) or not note.strip():
             problems.append(f"{where}: missing `note` (say why the rule exists)")
             note = ""
-        rules.append(Rule(rule_id, str(state), region, any_, all_, none, str(note)))
+        rules.append(Rule(rule_id, state, region, any_, all_, none, str(note)))
     processes, versions = str_list("processes"), str_list("versions")
     detect_title = _patterns(agent.get("detect_title"), "[agent]", "detect_title", problems)
     detect_screen = _patterns(agent.get("detect_screen"), "[agent]", "detect_screen", problems)

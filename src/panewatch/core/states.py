@@ -30,6 +30,16 @@ URGENCY: tuple[State, ...] = ("blocked", "working", "idle", "exited")
 _RANK: dict[str, int] = {state: rank for rank, state in enumerate(URGENCY)}
 
 
+def screen_state(value: object) -> ScreenState | None:
+    """`value` if it names a screen state (data being validated: a manifest rule), else None."""
+    return value if value in SCREEN_STATES else None
+
+
+def report_state(value: object) -> ReportState | None:
+    """`value` if it names a report state (data being validated: a hook's message), else None."""
+    return value if value in REPORT_STATES else None
+
+
 def urgency(state: str) -> int:
     """The rank of `state` in URGENCY (0 = most urgent); a name that is no state ranks after all of them."""
     return _RANK.get(state, len(URGENCY))

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from panewatch.core.classify import Verdict
 from panewatch.core.combine import PaneState, Report, combine
+from panewatch.core.states import ReportState
 
 if TYPE_CHECKING:
     from acp.interfaces import Agent
@@ -81,7 +82,7 @@ class AcpClient:
 
     # -- reporting -----------------------------------------------------------------------------
 
-    def _report(self, state: str, detail: str) -> None:
+    def _report(self, state: ReportState, detail: str) -> None:
         self._last = state
         self.on_report(Report(state, self.clock(), "acp", detail))
 

@@ -33,8 +33,9 @@ from typing import Any
 
 from panewatch.core.combine import Report
 from panewatch.core.hookevents import CLAUDE_HOOK_STATES, CLAUDE_TOOL_EVENTS, hook_detail
+from panewatch.core.states import report_state
 from panewatch.runtime import paths
-from panewatch.runtime.paneclient import ENV_PANE_ID, ENV_SOCKET, ENV_TOKEN, MAX_MESSAGE, REPORT_STATES
+from panewatch.runtime.paneclient import ENV_PANE_ID, ENV_SOCKET, ENV_TOKEN, MAX_MESSAGE
 
 __all__ = [
     "ENV_PANE_ID",
@@ -162,12 +163,12 @@ class ReportServer:
         if not hmac.compare_digest(expected, msg["token"].encode("utf-8", "replace")):
             self.rejected["bad_token"] += 1
             return
-        state = msg.get("state")
-        if state not in REPORT_STATES:
+        state = report_state(msg.get("state"))
+        if state is None:
             self.rejected["bad_state"] += 1
             return
         self.accepted += 1
-        report = Report(str(state), self._clock(), "hook", hook_detail(msg.get("event"), msg.get("payload")))
+        report = Report(state, self._clock(), "hook", hook_detail(msg.get("event"), msg.get("payload")))
         try:
             self.on_report(msg["pane"], report)
         except Exception:  # the runtime's bug must not take the socket down
