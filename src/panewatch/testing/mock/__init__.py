@@ -7,8 +7,9 @@
 The scenario comes from the prompt text: ``SCN=bash DELAY=5`` (see scenario.py).
 """
 
+from panewatch.testing.mock.exchange import ClientGone, Event, Recorder
 from panewatch.testing.mock.scenario import KINDS, SCENARIOS, Control, Reply, ToolCall, next_reply, parse_control
-from panewatch.testing.mock.server import ClientGone, Event, MockServer, Recorder
+from panewatch.testing.mock.server import MockServer
 
 __all__ = [
     "KINDS",

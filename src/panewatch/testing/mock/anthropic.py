@@ -7,8 +7,8 @@ import re
 import uuid
 from typing import Any
 
+from panewatch.testing.mock.exchange import Exchange
 from panewatch.testing.mock.scenario import Control, Reply, has_control, next_reply, parse_control, pieces
-from panewatch.testing.mock.server import Exchange
 
 # The cwd sits in the environment section (a system message in 2.1.332); search the raw JSON.
 _CWD_RE = re.compile(r"Primary working directory: ([^\s\\\"]+)")

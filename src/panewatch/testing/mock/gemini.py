@@ -6,8 +6,8 @@ import json
 import re
 from typing import Any
 
+from panewatch.testing.mock.exchange import Exchange
 from panewatch.testing.mock.scenario import Reply, has_control, next_reply, parse_control, pieces
-from panewatch.testing.mock.server import Exchange
 
 # Enum values preferred when a side call's schema offers them: "user" ends the turn in the
 # next-speaker check, "flash" is a harmless router choice.

@@ -6,8 +6,8 @@ import json
 import uuid
 from typing import Any
 
+from panewatch.testing.mock.exchange import Exchange
 from panewatch.testing.mock.scenario import Reply, has_control, next_reply, parse_control, pieces
-from panewatch.testing.mock.server import Exchange
 
 _RESULT_TYPES = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
 
