@@ -1,21 +1,34 @@
-"""panewatch's exceptions, in one tree:
+"""panewatch's exceptions, in one tree (`wire_name`: the error's name on the board's wire):
 
-    PanewatchError
-     ├── GuardError                  refused or unanswerable input to a pane (guard.py)
-     │    ├── PaneBlockedError       send() while the pane waits for a permission answer; .prompt
-     │    ├── AgentExitedError       send() after the agent exited: a shell would run the text
-     │    ├── NotBlockedError        answer() but no prompt is waiting; .state
-     │    ├── PromptChangedError     answer() but the prompt on screen is not the one the user saw;
-     │    │                          .expected (fingerprint), .prompt (the one now on screen)
-     │    └── UnknownOptionError     answer() names an option the prompt does not offer; .prompt
-     └── SettingsError (ValueError)  config.toml problems, each naming the file and key; .problems
+    PanewatchError                            base of every error panewatch raises on purpose
+     ├── GuardError               refused     refused or unanswerable input to a pane (runtime/guard.py)
+     │    ├── PaneBlockedError    pane_blocked     send() while the pane waits for a permission answer; .prompt
+     │    ├── AgentExitedError    agent_exited     send() after the agent exited: a shell would run the text
+     │    ├── NotBlockedError     not_blocked      answer() but no prompt is waiting; .state
+     │    ├── PromptChangedError  prompt_changed   answer() but the prompt on screen is not the one the user
+     │    │                                        saw; .expected (fingerprint), .prompt (the one now on screen)
+     │    └── UnknownOptionError  unknown_option   answer() names an option the prompt does not offer; .prompt
+     ├── SettingsError (ValueError)           config.toml problems, each naming the file and key; .problems
+     ├── ManifestError (ValueError)           core/manifest.py: an unusable manifest; .path, .problems
+     ├── CastError (ValueError)               core/cast.py: not a readable asciicast v2 file
+     ├── UpdateError (RuntimeError)           runtime/agents_update.py: the update source cannot be read
+     ├── RemoteError              .kind       board/rpc.py: the other side of the daemon's socket refused a
+     │    │                                   request; .kind is the wire name it sent, .data the reply
+     │    ├── ConnectionLost      connection_lost
+     │    └── DaemonNotRunning    no_daemon   board/client.py
+     ├── AlreadyRunning                       board/daemon.py: a daemon already serves this user
+     ├── CaptureError (RuntimeError)          testing/capture.py: the run did not follow its scenario
+     ├── TruthError (ValueError)              testing/capture_truth.py: no truth derivable from the recording
+     └── ClientGone                           testing/mock/exchange.py: the agent hung up on a mock
 
-ManifestError (manifest.py) and CastError (cast.py) are ValueErrors raised while loading data files.
+An error that crosses the wire (the daemon's socket, the board's websocket) travels as its class's
+`wire_name` plus its message (board/model.py `wire_error`); the receiving side raises a RemoteError
+whose `kind` is that name.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     from panewatch.core.prompt import Prompt
@@ -24,9 +37,13 @@ if TYPE_CHECKING:
 class PanewatchError(Exception):
     """Base of every error panewatch raises on purpose."""
 
+    wire_name: ClassVar[str] = "error"
+
 
 class GuardError(PanewatchError):
     """The input guard refused to write, or could not do what was asked."""
+
+    wire_name = "refused"
 
 
 def _describe(prompt: Prompt) -> str:
@@ -39,6 +56,8 @@ def _describe(prompt: Prompt) -> str:
 class PaneBlockedError(GuardError):
     """The pane waits for a permission answer; plain text would land in the dialog."""
 
+    wire_name = "pane_blocked"
+
     def __init__(self, prompt: Prompt, pane: str = "") -> None:
         self.prompt = prompt
         where = f"pane {pane} " if pane else "the pane "
@@ -49,6 +68,8 @@ class PaneBlockedError(GuardError):
 class AgentExitedError(GuardError):
     """The agent is gone and a shell holds the pane: typed text would run as a shell command."""
 
+    wire_name = "agent_exited"
+
     def __init__(self, pane: str = "") -> None:
         where = f"pane {pane}" if pane else "the pane"
         super().__init__(f"the agent in {where} has exited and a shell is in front; not typing into it")
@@ -57,6 +78,8 @@ class AgentExitedError(GuardError):
 class NotBlockedError(GuardError):
     """answer() was called but the pane is not waiting on a prompt."""
 
+    wire_name = "not_blocked"
+
     def __init__(self, state: str) -> None:
         self.state = state
         super().__init__(f"the pane is {state}, not blocked: there is no prompt to answer")
@@ -64,6 +87,8 @@ class NotBlockedError(GuardError):
 
 class PromptChangedError(GuardError):
     """The prompt on screen is not the one the user confirmed an answer for."""
+
+    wire_name = "prompt_changed"
 
     def __init__(self, expected: str, prompt: Prompt) -> None:
         self.expected = expected
@@ -74,6 +99,8 @@ class PromptChangedError(GuardError):
 class UnknownOptionError(GuardError):
     """The answer names no option of the prompt."""
 
+    wire_name = "unknown_option"
+
     def __init__(self, option: int | str, prompt: Prompt) -> None:
         self.option = option
         self.prompt = prompt
@@ -82,6 +109,8 @@ class UnknownOptionError(GuardError):
 
 class SettingsError(PanewatchError, ValueError):
     """Unusable settings. `problems` lists each one as 'FILE: key: problem'."""
+
+    wire_name = "bad_settings"
 
     def __init__(self, path: str, problems: list[str]) -> None:
         self.path = path

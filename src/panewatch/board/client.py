@@ -30,8 +30,10 @@ AUTOSTART_IDLE_EXIT = 600.0  # a daemon started on demand leaves after this long
 
 
 class DaemonNotRunning(RemoteError):
+    wire_name = "no_daemon"
+
     def __init__(self, why: str = "") -> None:
-        super().__init__("no_daemon", "the panewatch daemon is not running (start it with `panewatch serve`, "
+        super().__init__(self.wire_name, "the panewatch daemon is not running (start it with `panewatch serve`, "
                                       "or `panewatch board` starts it in the background)" + (f": {why}" if why else ""))
 
 

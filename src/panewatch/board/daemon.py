@@ -47,6 +47,7 @@ from panewatch.board.panes import Hub, LocalPane, RemotePane
 from panewatch.board.rpc import MAX_LINE, Peer, RemoteError
 from panewatch.board.security import Access, is_loopback, write_secret
 from panewatch.board.web import make_app
+from panewatch.errors import PanewatchError
 from panewatch.runtime.live import LivePane, ManifestWatcher, StateChange
 from panewatch.runtime.notify import Notifier
 from panewatch.runtime.settings import load_settings
@@ -57,8 +58,8 @@ IDLE_CHECK = 5.0
 _PANE_ENV = ("PANEWATCH_PANE_ID", "PANEWATCH_TOKEN", "PANEWATCH_SOCKET")  # a nested pane reports to its own runtime
 
 
-class AlreadyRunning(RuntimeError):
-    pass
+class AlreadyRunning(PanewatchError):
+    """A daemon already serves this user (it holds the lock on board.pid)."""
 
 
 class _Conn:

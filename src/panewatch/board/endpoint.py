@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from panewatch.board.model import Card, guard_error, prompt_json
+from panewatch.board.model import Card, prompt_json, wire_error
 from panewatch.board.rpc import RemoteError
 from panewatch.core.prompt import Prompt, parse_prompt
 from panewatch.errors import GuardError, PaneBlockedError
@@ -137,7 +137,7 @@ class PaneEndpoint:
     def _refuse_if_blocked(self) -> None:
         self.pane.classify_now()
         if self.pane.state.state == "blocked":  # a hook may know before the screen shows it
-            raise guard_error(PaneBlockedError(self.guard.prompt(), self.pane.pane_id))
+            raise wire_error(PaneBlockedError(self.guard.prompt(), self.pane.pane_id))
 
     def _refuse_if_exited(self) -> None:
         if self.pane.exited:
@@ -149,14 +149,14 @@ class PaneEndpoint:
             self._refuse_if_blocked()
             self.guard.send(text, enter)
         except GuardError as exc:
-            raise guard_error(exc) from None
+            raise wire_error(exc) from None
 
     async def answer(self, option: str, fingerprint: str) -> dict[str, Any]:
         self._refuse_if_exited()
         try:
             result = await self.guard.answer(option, fingerprint)
         except GuardError as exc:
-            raise guard_error(exc) from None
+            raise wire_error(exc) from None
         finally:
             self._read_prompt()
             self._publish()
@@ -169,7 +169,7 @@ class PaneEndpoint:
             try:
                 self._refuse_if_blocked()
             except GuardError as exc:
-                raise guard_error(exc) from None
+                raise wire_error(exc) from None
         self.pane.write(data)
 
     def resize(self, cols: int, rows: int) -> None:

@@ -18,24 +18,9 @@ from typing import Any
 from panewatch.board.rpc import RemoteError
 from panewatch.core.prompt import Prompt
 from panewatch.core.states import urgency
-from panewatch.errors import (
-    GuardError,
-    NotBlockedError,
-    PaneBlockedError,
-    PromptChangedError,
-    UnknownOptionError,
-)
+from panewatch.errors import PanewatchError
 
 Card = dict[str, Any]
-
-# GuardError subclass name -> the error kind on the wire (and in the browser's messages).
-_KINDS = {
-    PaneBlockedError: "pane_blocked",
-    NotBlockedError: "not_blocked",
-    PromptChangedError: "prompt_changed",
-    UnknownOptionError: "unknown_option",
-}
-
 
 def prompt_json(prompt: Prompt | None) -> dict[str, Any] | None:
     if prompt is None:
@@ -45,13 +30,12 @@ def prompt_json(prompt: Prompt | None) -> dict[str, Any] | None:
                         for o in prompt.options]}
 
 
-def guard_error(exc: GuardError) -> RemoteError:
-    """A guard refusal as it travels: kind, the guard's own message, and the prompt now on screen."""
-    kind = next((k for cls, k in _KINDS.items() if isinstance(exc, cls)), None)
-    if kind is None:
-        kind = "agent_exited" if type(exc).__name__ == "AgentExitedError" else "refused"
+def wire_error(exc: PanewatchError) -> RemoteError:
+    """An error as it travels: its class's wire name, its own message, and the prompt now on screen
+    (a guard refusal carries the prompt the user must see)."""
     prompt = getattr(exc, "prompt", None)
-    return RemoteError(kind, str(exc), {"prompt": prompt_json(prompt) if isinstance(prompt, Prompt) else None})
+    return RemoteError(exc.wire_name, str(exc),
+                       {"prompt": prompt_json(prompt) if isinstance(prompt, Prompt) else None})
 
 
 def no_such_pane(pane_id: str) -> RemoteError:

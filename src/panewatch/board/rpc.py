@@ -21,6 +21,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from panewatch.errors import PanewatchError
+
 log = logging.getLogger("panewatch.board")
 
 MAX_LINE = 8 * 1024 * 1024  # a full-screen repaint of a big pane is well under this
@@ -31,8 +33,8 @@ RequestHandler = Callable[[str, Message], Awaitable[Message | None]]
 NotifyHandler = Callable[[str, Message], None]
 
 
-class RemoteError(Exception):
-    """The other side answered a request with an error. `data` is the whole reply."""
+class RemoteError(PanewatchError):
+    """The other side answered a request with an error: `kind` is its wire name, `data` the whole reply."""
 
     def __init__(self, kind: str, message: str, data: Message | None = None) -> None:
         super().__init__(message)
@@ -41,8 +43,10 @@ class RemoteError(Exception):
 
 
 class ConnectionLost(RemoteError):
+    wire_name = "connection_lost"
+
     def __init__(self, message: str = "connection to the panewatch daemon lost") -> None:
-        super().__init__("connection_lost", message)
+        super().__init__(self.wire_name, message)
 
 
 class Peer:

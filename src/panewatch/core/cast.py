@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from panewatch.errors import PanewatchError
 
-class CastError(ValueError):
+
+class CastError(PanewatchError, ValueError):
     """A file that is not a readable asciicast v2 recording."""
 
 

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from panewatch.core.states import SCREEN_STATES, ScreenState, screen_state, urgency
+from panewatch.errors import PanewatchError
 
 REGION_KINDS = ("screen", "title", "bottom", "top", "below_rule")
 
 
-class ManifestError(ValueError):
+class ManifestError(PanewatchError, ValueError):
     """A manifest that cannot be used. `problems` lists every issue found, each naming file and rule."""
 
     def __init__(self, path: str, problems: list[str]) -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from panewatch.core.manifest import Manifest, ManifestError, load_all, load_manifest_text
+from panewatch.errors import PanewatchError
 from panewatch.golden.cases import GoldenCase, find_cases
 from panewatch.golden.run import run_case, with_replacement
 from panewatch.runtime import paths
@@ -38,7 +39,7 @@ MAX_BYTES = 512 * 1024  # a manifest is a few KB; anything this big is not one
 TIMEOUT = 15.0
 
 
-class UpdateError(RuntimeError):
+class UpdateError(PanewatchError, RuntimeError):
     """The location itself cannot be read (no manifest was looked at)."""
 
 

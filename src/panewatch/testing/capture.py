@@ -29,6 +29,7 @@ from typing import Any
 
 from panewatch.core.cast import CastWriter, read_cast
 from panewatch.core.screen import Snapshot
+from panewatch.errors import PanewatchError
 from panewatch.testing.capture_truth import Literals, TruthError, derive_timeline
 from panewatch.testing.drive import PtyAgent
 from panewatch.testing.homes import MOCK_KIND, find_agents_bin, prepare
@@ -42,7 +43,7 @@ SCORING = ("At cast time t the expected state is the state of the last timeline 
            "t is when the rendered screen first shows the state.")
 
 
-class CaptureError(RuntimeError):
+class CaptureError(PanewatchError, RuntimeError):
     """The run did not go as its scenario says; `kept` is the scratch folder left for a look."""
 
     def __init__(self, message: str, kept: Path | None = None) -> None:

@@ -35,9 +35,10 @@ from typing import Any
 
 from panewatch.core.cast import Cast
 from panewatch.core.screen import Screen, Snapshot
+from panewatch.errors import PanewatchError
 
 
-class TruthError(ValueError):
+class TruthError(PanewatchError, ValueError):
     """The recording does not show what the scenario says must happen (see the message)."""
 
 

@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
+from panewatch.errors import PanewatchError
+
 Clock = Callable[[], float]
 Event = dict[str, Any]
 
 
-class ClientGone(Exception):
+class ClientGone(PanewatchError):
     """The agent closed the connection (cancelled turn, exit): stop streaming quietly."""
 
 
