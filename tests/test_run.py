@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from fake_claude import FAKE
-from panewatch.cli.run import OutputGate, _utf8_incomplete
+from panewatch.runtime.terminal import OutputGate, _utf8_incomplete
 from panewatch.runtime.pty import set_winsize
 
 TIMEOUT = 15.0
