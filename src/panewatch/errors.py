@@ -28,10 +28,30 @@ whose `kind` is that name.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Sequence
+from typing import ClassVar, Protocol
 
-if TYPE_CHECKING:
-    from panewatch.core.prompt import Prompt
+
+# What a refusal shows of the prompt on screen (core/prompt.py's Prompt and Option). Described here,
+# not imported: this module sits below every layer, core included.
+class _Option(Protocol):
+    @property
+    def number(self) -> int: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+
+
+class Prompt(Protocol):
+    @property
+    def question(self) -> str: ...
+    @property
+    def options(self) -> Sequence[_Option]: ...
+    @property
+    def fingerprint(self) -> str: ...
 
 
 class PanewatchError(Exception):
