@@ -135,12 +135,12 @@ class BoardLink:
         endpoint = self.endpoint
         assert endpoint is not None
         if op == "send":
-            endpoint.send(str(msg.get("text", "")), bool(msg.get("enter", True)))
+            await endpoint.send(str(msg.get("text", "")), bool(msg.get("enter", True)))
             return None
         if op == "answer":
             return await endpoint.answer(str(msg.get("option", "")), str(msg.get("fingerprint", "")))
         if op == "keys":
-            endpoint.keys(base64.b64decode(str(msg.get("data", ""))), attached=bool(msg.get("attached")))
+            await endpoint.keys(base64.b64decode(str(msg.get("data", ""))), attached=bool(msg.get("attached")))
             return None
         if op == "ping":
             return {"card": endpoint.card()}
