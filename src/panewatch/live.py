@@ -210,6 +210,7 @@ class LivePane:
         self._exit_task: asyncio.Task[None] | None = None
         self._done: asyncio.Event | None = None
         self._last_output = 0.0
+        self._last_input = float("-inf")
         self._screen_changed_at = 0.0
         self._last_snapshot: Snapshot | None = None
         self._report_key: tuple[str, ...] | None = None  # the screen a report arrived on, animations ignored
@@ -323,8 +324,23 @@ class LivePane:
         if self._session is None or not data:
             return
         if self._loop is not None:
-            self._record(self._loop.time(), "i", data)
+            self._last_input = self._loop.time()
+            self._record(self._last_input, "i", data)
         self._session.write(data)
+
+    def clock(self) -> float:
+        """The pane's clock: its loop's (`last_output`, `last_input` and state changes' `mono` are on it)."""
+        return self._loop.time() if self._loop is not None else time.monotonic()
+
+    @property
+    def last_output(self) -> float:
+        """When output was last fed to the screen (a resize counts: the agent redraws after it)."""
+        return self._last_output
+
+    @property
+    def last_input(self) -> float:
+        """When bytes were last written to the pane as input (the guard's, or `run`'s key pump)."""
+        return self._last_input
 
     def resize(self, cols: int, rows: int) -> None:
         if (cols, rows) == (self._cols, self._rows) or self._loop is None:

@@ -9,7 +9,9 @@ Unix-socket operations (JSON lines, see rpc.py), params → result:
     info                                        → {url, pid, port, panes, version}
     list                                        → {cards}
     new      {argv, name?, cwd?, env?, cols?, rows?, agent?}  → {card}; notified like `run` panes
-    send     {pane, text, enter?}                refused while blocked (error pane_blocked + prompt)
+    send     {pane, text, enter?}                refused while blocked (error pane_blocked + prompt), or
+                                                  while the pane still changes after its last input
+                                                  (pane_busy); requests queue per pane (guard.py)
     answer   {pane, option, fingerprint}         → {option, cleared, state, prompt_after}
     prompt   {pane}                             → {card} (its prompt, if blocked)
     attach   {pane}                             → {card}; then notifications "screen" {data, repaint}
