@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import itertools
 import json
+import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable
@@ -111,6 +113,48 @@ def test_working_blocked_idle_from_the_screen(fake: Path) -> None:
     assert "Do you want to proceed?" in cast.output_bytes().decode()
     assert [e.data for e in cast.events if e.kind == "i"] == ["x", "1", "x"]
     assert [e.data for e in cast.events if e.kind == "r"] == ["90x30"]
+
+
+FULL = Path("/dev/full")  # every write fails with ENOSPC: a full disk, deterministically
+
+
+@pytest.mark.skipif(not FULL.exists(), reason="no /dev/full on this system")
+def test_a_full_disk_stops_the_recording_and_changes_nothing_else(fake: Path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    record = FULL.open("w", encoding="utf-8")
+    events = FULL.open("w", encoding="utf-8")
+    changes: list[str] = []
+
+    async def main() -> None:
+        pane = LivePane([sys.executable, str(fake)], pane_id="p1", cols=80, rows=32, env=env(),
+                        events=events, record=record)
+        watch = Watch(pane)
+        pane.start()
+        await watch.reach("working")  # the detector saw the output the recording could not take
+        pane.write(b"x")  # ... and the keystroke reached the agent: it opens its dialog
+        await watch.reach("blocked")
+        pane.write(b"1")
+        await watch.reach("idle")
+        pane.resize(90, 30)
+        pane.write(b"x")
+        assert await pane.wait() == 0
+        await pane.close()
+        changes.extend(watch.states())
+
+    caplog.set_level(logging.WARNING)
+    try:
+        run(main)
+    finally:
+        for fh in (record, events):
+            with contextlib.suppress(OSError):
+                fh.close()
+    assert changes == ["idle", "working", "blocked", "idle", "exited"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "panewatch.live"]
+    assert len(messages) == 2, messages  # one per failing file, however many writes failed after it
+    assert any(m.startswith("panewatch: the recording") for m in messages)
+    assert any(m.startswith("panewatch: the events log") for m in messages)
+    assert all("/dev/full" in m and "No space left on device" in m for m in messages)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # no traceback from a callback
 
 
 def test_headless_pane_answers_terminal_queries(tmp_path: Path) -> None:

@@ -277,7 +277,8 @@ def _raise_signalled(signum: int, frame: FrameType | None) -> None:
 def _open(path: Path | None, mode: str, files: list[IO[str]]) -> IO[str] | None:
     if path is None:
         return None
-    fh = path.open(mode, encoding="utf-8")
+    # "replace": a lone surrogate in a hook's text must not stop the log (that stops it for good).
+    fh = path.open(mode, encoding="utf-8", errors="replace")
     files.append(fh)
     return fh
 
@@ -337,7 +338,7 @@ class _Runner:
         cols, rows = self.terminal.size()
         pane = LivePane(argv, pane_id=pane_id, cols=cols, rows=rows, env=env, agent=self.ns.agent, headless=False,
                         manifests=self.watcher, record=self.record, events=self.events, on_output=gate.child,
-                        tcattrs=self.terminal.child_modes())
+                        on_error=self.errors.append, tcattrs=self.terminal.child_modes())
         notifier, on_change = _notifier(pane, gate, self.errors)
         pane.subscribe(on_change)
         try:
