@@ -19,6 +19,7 @@ from fake_claude import FAKE
 from panewatch.cast import parse_cast
 from panewatch.combine import Report
 from panewatch.live import LivePane, ManifestWatcher, StateChange
+from panewatch.screen import Screen
 
 TIMEOUT = 15.0
 
@@ -310,6 +311,24 @@ def test_close_ends_the_command_and_records_it() -> None:
     run(main)
     last = json.loads(events.getvalue().splitlines()[-1])
     assert (last["state"], last["source"], last["detail"]) == ("exited", "process", f"exit code {codes[0]}")
+
+
+def test_an_exited_pane_releases_its_pty_and_keeps_its_last_screen() -> None:
+    async def main() -> None:
+        pane = LivePane(["bash", "-c", "printf '\\033[1;32mall done\\033[0m\\r\\nbye'"], cols=40, rows=6,
+                        env=env())
+        pane.start()
+        assert await pane.wait() == 0
+        assert pane.session is not None and pane.session.closed  # at exit, not when its card goes
+        assert pane.screen.closed
+        assert pane.snapshot().rows[:2] == ("all done", "bye")
+        assert pane.classify_now().state == "exited"
+        viewer = Screen(40, 6)  # a late viewer's repaint, colours included
+        viewer.feed(pane.screen.vt_dump())
+        assert viewer.snapshot().rows == pane.snapshot().rows and b"\x1b[38;5;2m" in pane.screen.vt_dump()
+        await pane.close()
+
+    run(main)
 
 
 BLINKER = r'''

@@ -260,7 +260,7 @@ class LivePane:
         return self.exit_code is not None
 
     async def wait(self) -> int:
-        """The command's exit status, once it exited and its last output was detected."""
+        """The command's exit status, once it exited, its last output was detected and its pty released."""
         if self._done is None:
             raise RuntimeError("LivePane.start() was not called")
         await self._done.wait()
@@ -284,9 +284,9 @@ class LivePane:
         self._stop_timers()
         if self.exit_code is None and self._session is not None:
             self.exit_code = self._session.returncode
+        self.screen.close()
         if self._done is not None:
             self._done.set()
-        self.screen.on_reply(None)
 
     def _stop_timers(self) -> None:
         for handle in (self._due, self._fg_handle):
@@ -307,6 +307,11 @@ class LivePane:
         self.exit_code = code
         self._stop_timers()
         self._set_state(self._loop.time(), PaneState("exited", "process", None, f"exit code {code}"))
+        # An exited pane keeps only its last screen: its pty goes now (what is left in its session is
+        # hung up, as a closed terminal does), not when its card leaves the board, and so does the
+        # screen's engine (Screen.close keeps the snapshot and a repaint).
+        await self._session.aclose()
+        self.screen.close()
         assert self._done is not None
         self._done.set()
 
