@@ -318,6 +318,9 @@ class _Runner:
                                              signal.SIGPIPE if exc.errno == errno.EPIPE else signal.SIGHUP)
 
     async def _run_pane(self) -> int:
+        from panewatch.hooks import remove_stale_sockets
+
+        remove_stale_sockets()  # left by a `run` or daemon killed before it could remove them
         loop = asyncio.get_running_loop()
         gate = OutputGate(1, self._output_failed)
         pane_id = self.ns.pane_id or _pane_id()
