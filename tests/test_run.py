@@ -293,6 +293,11 @@ def test_stdin_and_stdout_not_a_terminal() -> None:
                          stdin=subprocess.DEVNULL, capture_output=True, cwd=ROOT, timeout=60,
                          env={**os.environ, **NO_BOARD})
     assert out.returncode == 127 and b"no-such-command-xyz" in out.stderr
+    out = subprocess.run([sys.executable, "-m", "panewatch", "run", "--record", "/no/such/dir/x.cast", "--", "true"],
+                         stdin=subprocess.DEVNULL, capture_output=True, cwd=ROOT, timeout=60,
+                         env={**os.environ, **NO_BOARD})
+    assert out.returncode == 2 and out.stderr == b"panewatch run: cannot open /no/such/dir/x.cast: " \
+                                                 b"No such file or directory\n"
 
 
 def test_output_gate_waits_for_sequences_to_end() -> None:

@@ -235,14 +235,20 @@ def main(ns: argparse.Namespace) -> int:
         print(f"panewatch run: unknown agent {ns.agent!r} (known: {', '.join(m.id for m in watcher.current())})",
               file=sys.stderr)
         return 2
-    signalled: list[int] = []
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    for sig in previous:
-        signal.signal(sig, _raise_signalled)
     files: list[IO[str]] = []
     try:
         events = _open(ns.events, "a", files)
         record = _open(ns.record, "w", files)
+    except OSError as exc:
+        for fh in files:
+            fh.close()
+        print(f"panewatch run: cannot open {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    signalled: list[int] = []
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    for sig in previous:
+        signal.signal(sig, _raise_signalled)
+    try:
         terminal.raw()
         runner = _Runner(ns, argv, terminal, watcher, events, record)
         try:
