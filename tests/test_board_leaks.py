@@ -18,8 +18,9 @@ from boardutil import ServeProcess, cards, cli, start_serve, wait_for, wait_stat
 from panewatch.board import client
 from panewatch.reaper import end_sessions
 
-# Ignores the hangup a closing pty sends: only an explicit TERM/KILL ends it.
-STUBBORN = "import signal, time; signal.signal(signal.SIGHUP, signal.SIG_IGN); print('stubborn {mark}', flush=True); " \
+# Ignores the hangup a closing pty sends (only an explicit TERM/KILL ends it); then creates the file
+# named by its argument, which also marks it in the process list.
+STUBBORN = "import signal, sys, time; signal.signal(signal.SIGHUP, signal.SIG_IGN); open(sys.argv[1], 'w').close(); " \
            "time.sleep(600)"
 # Starts a hook-report server, says where its socket is, and waits to be killed.
 REPORTER = "import asyncio; from panewatch.hooks import ReportServer\n" \
@@ -44,13 +45,12 @@ def _processes(mark: str) -> list[psutil.Process]:
 
 
 def test_kill_9_of_the_daemon_ends_its_panes_even_those_ignoring_the_hangup(tmp_path: Path) -> None:
-    mark = f"stubborn-{os.getpid()}-{tmp_path.name}"
+    mark = str(tmp_path / "stubborn-ready")
     server = start_serve()
     try:
-        card = _call("new", argv=[sys.executable, "-c", STUBBORN.format(mark=mark)], name="stubborn")["card"]
-        wait_for(lambda: "stubborn" in str(_call("list")), "the pane is listed")
+        card = _call("new", argv=[sys.executable, "-c", STUBBORN, mark], name="stubborn")["card"]
         pane = psutil.Process(card["pid"])
-        wait_for(lambda: _processes(mark), "the stubborn program runs")
+        wait_for(lambda: Path(mark).exists(), "the stubborn program ignores SIGHUP")
         helpers = [p for p in psutil.Process(server.proc.pid).children() if p.pid != pane.pid]
         server.proc.send_signal(signal.SIGKILL)  # no cleanup of its own: the pty hangup is all it gets
         server.proc.wait(10)
@@ -63,15 +63,12 @@ def test_kill_9_of_the_daemon_ends_its_panes_even_those_ignoring_the_hangup(tmp_
             proc.kill()
 
 
-def test_the_watchdog_leaves_a_recycled_pid_alone() -> None:
+def test_the_watchdog_leaves_a_recycled_pid_alone(tmp_path: Path) -> None:
     # A session leader whose start time is not the one recorded is someone else's (its pid was reused).
-    mark = f"recycled-{os.getpid()}"
-    proc = subprocess.Popen([sys.executable, "-c", STUBBORN.format(mark=mark)], stdout=subprocess.PIPE,
-                            start_new_session=True)
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen([sys.executable, "-c", STUBBORN, str(ready)], start_new_session=True)
     try:
-        assert proc.stdout is not None
-        with proc.stdout:
-            assert proc.stdout.readline().startswith(b"stubborn")  # its SIGHUP handler is in place
+        wait_for(ready.exists, "the stubborn program ignores SIGHUP")
         started = psutil.Process(proc.pid).create_time()
         assert end_sessions({proc.pid: started - 10.0}) == 0
         assert proc.poll() is None
