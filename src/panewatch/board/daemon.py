@@ -48,7 +48,9 @@ from panewatch.board.model import Card, bad_request
 from panewatch.board.panes import Hub, LocalPane, RemotePane
 from panewatch.board.rpc import MAX_LINE, Peer, RemoteError
 from panewatch.board.security import Access, is_loopback, write_secret
+from panewatch.board.watchdog import Watchdog
 from panewatch.board.web import make_app
+from panewatch.hooks import remove_stale_sockets
 from panewatch.live import LivePane, ManifestWatcher, StateChange
 from panewatch.notify import Notifier
 from panewatch.settings import load_settings
@@ -88,6 +90,7 @@ class Daemon:
         self._settings = settings
         self.notifier: Notifier | None = None  # desktop/command notifications for headless panes
         self.watcher = ManifestWatcher()
+        self.watchdog = Watchdog()  # ends the headless panes' sessions if we die, even by kill -9
         self.access: Access | None = None
         self._lock_fd: int | None = None
         self._server: asyncio.AbstractServer | None = None
@@ -102,6 +105,9 @@ class Daemon:
         self._stop = asyncio.Event()
         self._lock()
         try:
+            remove_stale_sockets()  # left by processes killed before they could remove them
+            self.watcher.start()  # for our whole life: a manifest added while no pane runs counts too
+            await self.watchdog.start()
             token = Access.new_token()
             await self._start_web(token)
             write_secret(runtime_file("board.token"), token)
@@ -184,6 +190,8 @@ class Daemon:
         for conn in list(self.connections):
             await conn.peer.close()
         await self.hub.close()
+        await self.watchdog.close()
+        self.watcher.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -347,6 +355,7 @@ class Daemon:
         except OSError as exc:
             local.endpoint.close()
             raise RemoteError("spawn_failed", f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
+        self.watchdog.watch(pane)
         local.card = local.endpoint.card()
         self.hub.add(local)
         return local.card
