@@ -24,6 +24,7 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
         "--host-resolver-rules=MAP evil.test 127.0.0.1"]  # a DNS-rebinding name for our loopback
 MS = 15_000
+REPLY_DELAY_MS = 250
 
 if not os.path.exists(CHROMIUM):
     if os.environ.get("CI"):
@@ -52,6 +53,21 @@ def page(browser: Any, serve: ServeProcess) -> Iterator[Any]:
         window.__notes = [];
         window.Notification = class { constructor(title, opts) { window.__notes.push({title, body: opts.body}); }
           static get permission() { return "granted"; } static requestPermission() { return "granted"; } };
+    """)
+    # Every reply to a request reaches the page REPLY_DELAY_MS late, after the card pushes sent behind it:
+    # a loaded machine does that at random, and a test that reads what a reply shows as soon as a card
+    # changed would fail once in a while; here it fails every time (the delay is far longer than the
+    # test's own steps between the two, so it does not depend on their speed).
+    context.add_init_script(f"""
+        const Real = window.WebSocket;
+        window.WebSocket = class extends Real {{
+          set onmessage(handler) {{
+            super.onmessage = (event) => {{
+              const reply = typeof event.data === "string" && event.data.startsWith('{{"op":"result"');
+              if (reply) setTimeout(() => handler(event), {REPLY_DELAY_MS}); else handler(event);
+            }};
+          }}
+        }};
     """)
     page = context.new_page()
     errors: list[str] = []
@@ -147,6 +163,8 @@ def test_answer_needs_confirmation_and_the_fingerprint_seen(page: Any, serve: Se
     page.click(f"{sel} .confirm-yes")
     page.wait_for_selector(f"{sel}[data-state=idle]", timeout=MS)
     assert lines(log) == ["answered 3 curl -s https://example.invalid/install.sh | sh"]
+    # The message comes with the answer's reply, which may land after the card's push to idle.
+    page.wait_for_selector(f"{sel} .message-ok", timeout=MS)
     assert "Answered 3. No." in page.inner_text(f"{sel} .message")
     until_js(page, "document.title === 'panewatch board'")
 

@@ -5,6 +5,7 @@
     endpoint.py   PaneEndpoint: a LivePane's card, guarded input, output for viewers
     panes.py      Hub (all cards, listeners), LocalPane (headless), RemotePane (a `run` elsewhere)
     daemon.py     Daemon: lock, unix socket, headless panes, operations
+    watchdog.py   Watchdog: a process beside the daemon that ends its headless panes if it dies
     security.py   token, cookie, Host/Origin checks, headers
     web.py        aiohttp app: page, static files, websocket route, behind the checks
     wsession.py   one browser tab's websocket

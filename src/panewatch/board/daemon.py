@@ -9,7 +9,9 @@ Unix-socket operations (JSON lines, see rpc.py), params → result:
     info                                        → {url, pid, port, panes, version}
     list                                        → {cards}
     new      {argv, name?, cwd?, env?, cols?, rows?, agent?}  → {card}; notified like `run` panes
-    send     {pane, text, enter?}                refused while blocked (error pane_blocked + prompt)
+    send     {pane, text, enter?}                refused while blocked (error pane_blocked + prompt), or
+                                                  while the pane still changes after its last input
+                                                  (pane_busy); requests queue per pane (guard.py)
     answer   {pane, option, fingerprint}         → {option, cleared, state, prompt_after}
     prompt   {pane}                             → {card} (its prompt, if blocked)
     attach   {pane}                             → {card}; then notifications "screen" {data, repaint}
@@ -46,8 +48,10 @@ from panewatch.board.model import Card, bad_request
 from panewatch.board.panes import Hub, LocalPane, RemotePane
 from panewatch.board.rpc import MAX_LINE, Peer, RemoteError
 from panewatch.board.security import Access, is_loopback, write_secret
+from panewatch.board.watchdog import Watchdog
 from panewatch.board.web import make_app
 from panewatch.errors import PanewatchError
+from panewatch.runtime.hooks import remove_stale_sockets
 from panewatch.runtime.live import LivePane, ManifestWatcher, StateChange
 from panewatch.runtime.notify import Notifier
 from panewatch.runtime.settings import load_settings
@@ -87,6 +91,7 @@ class Daemon:
         self._settings = settings
         self.notifier: Notifier | None = None  # desktop/command notifications for headless panes
         self.watcher = ManifestWatcher()
+        self.watchdog = Watchdog()  # ends the headless panes' sessions if we die, even by kill -9
         self.access: Access | None = None
         self._lock_fd: int | None = None
         self._server: asyncio.AbstractServer | None = None
@@ -101,6 +106,9 @@ class Daemon:
         self._stop = asyncio.Event()
         self._lock()
         try:
+            remove_stale_sockets()  # left by processes killed before they could remove them
+            self.watcher.start()  # for our whole life: a manifest added while no pane runs counts too
+            await self.watchdog.start()
             token = Access.new_token()
             await self._start_web(token)
             write_secret(runtime_file("board.token"), token)
@@ -183,6 +191,8 @@ class Daemon:
         for conn in list(self.connections):
             await conn.peer.close()
         await self.hub.close()
+        await self.watchdog.close()
+        self.watcher.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -346,6 +356,7 @@ class Daemon:
         except OSError as exc:
             local.endpoint.close()
             raise RemoteError("spawn_failed", f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
+        self.watchdog.watch(pane)
         local.card = local.endpoint.card()
         self.hub.add(local)
         return local.card

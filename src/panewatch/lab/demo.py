@@ -133,7 +133,7 @@ class Demo:
         await asyncio.sleep(delay * self.time_scale)
         dp.tasks += 1
         try:
-            dp.guard.send(f"Task {dp.tasks}: {dp.rng.choice(TASK_TEXTS)}")
+            await dp.guard.send(f"Task {dp.tasks}: {dp.rng.choice(TASK_TEXTS)}")
         except PanewatchError as exc:
             self.log.bot = f"{dp.pane.pane_id}: task refused: {exc}"
 
