@@ -18,8 +18,9 @@ import pytest
 from fake_claude import FAKE
 from panewatch.core.cast import parse_cast
 from panewatch.core.combine import Report
+from panewatch.core.machine import StateChange
 from panewatch.core.screen import Screen
-from panewatch.runtime.live import LivePane, ManifestWatcher, StateChange
+from panewatch.runtime.live import LivePane, ManifestWatcher
 
 TIMEOUT = 15.0
 

@@ -109,7 +109,7 @@ async def _bash_turn(agent: LiveAgent) -> None:
     assert steps == [(0, "tool_use"), (1, "end_turn")]
     # Working across the quiet tool call and the model's thinking: never idle before the final reply.
     final = agent.mock_reply_sent("end_turn")[0]
-    after = [c for c in agent.changes[answered_at:] if c.mono < final]
+    after = [c for c in agent.changes[answered_at:] if c.t < final]
     assert "idle" not in {c.new.state for c in after}, [(c.new.state, c.new.source) for c in after]
     assert any(c.new.state == "working" for c in agent.changes[answered_at:])
 

@@ -50,9 +50,10 @@ from panewatch.board.rpc import MAX_LINE, Peer, RemoteError
 from panewatch.board.security import Access, is_loopback, write_secret
 from panewatch.board.watchdog import Watchdog
 from panewatch.board.web import make_app
+from panewatch.core.machine import StateChange
 from panewatch.errors import PanewatchError
 from panewatch.runtime.hooks import remove_stale_sockets
-from panewatch.runtime.live import LivePane, ManifestWatcher, StateChange
+from panewatch.runtime.live import LivePane, ManifestWatcher
 from panewatch.runtime.notify import Notifier
 from panewatch.runtime.settings import load_settings
 

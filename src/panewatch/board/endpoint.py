@@ -27,10 +27,11 @@ from typing import Any
 
 from panewatch.board.model import Card, prompt_json, wire_error
 from panewatch.board.rpc import RemoteError
+from panewatch.core.machine import StateChange
 from panewatch.core.prompt import Prompt, parse_prompt
 from panewatch.errors import GuardError
 from panewatch.runtime.guard import InputGuard
-from panewatch.runtime.live import LivePane, StateChange
+from panewatch.runtime.live import LivePane
 
 log = logging.getLogger("panewatch.board")
 
@@ -98,7 +99,7 @@ class PaneEndpoint:
             else None
 
     def _on_change(self, change: StateChange) -> None:
-        self.since = change.t
+        self.since = change.wall if change.wall is not None else time.time()
         self._read_prompt()
         self._publish()
 

@@ -21,8 +21,9 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
+from panewatch.core.machine import StateChange
 from panewatch.core.prompt import parse_prompt
-from panewatch.runtime.live import LivePane, ManifestWatcher, StateChange
+from panewatch.runtime.live import LivePane, ManifestWatcher
 from panewatch.runtime.notify import Notifier
 from panewatch.runtime.settings import load_settings
 from panewatch.runtime.terminal import InputPump, OuterTerminal, OutputGate, forward_signal, isatty

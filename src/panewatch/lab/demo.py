@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 
 from panewatch.board.client import read_state
 from panewatch.board.link import BoardLink
+from panewatch.core.machine import StateChange
 from panewatch.errors import PanewatchError
 from panewatch.lab.botuser import ANSWER_DELAY, TASK_DELAY, TASK_TEXTS
 from panewatch.runtime.guard import InputGuard
-from panewatch.runtime.live import LivePane, ManifestWatcher, StateChange
+from panewatch.runtime.live import LivePane, ManifestWatcher
 from panewatch.runtime.notify import Notifier
 from panewatch.runtime.settings import load_settings
 

@@ -1,9 +1,11 @@
-"""A live pane: a PTY, its screen, detection on the real clock, process identity, reports → PaneState.
+"""A live pane: a PTY and a PaneMachine on the real clock.
 
-Everything here runs on one asyncio loop and never busy-waits: one timer re-armed to the timing
-policy's next due time, one slow timer for the foreground process and one for manifest edits. The
-detection itself is the same pure pipeline `panewatch replay` uses (PaneDetector + ChangeDrivenSchedule);
-signal priority is `combine()`'s alone.
+LivePane is the thin driver of core/machine.py's PaneMachine, the same object `panewatch replay` and
+the golden tests drive in virtual time: it moves the pty's bytes in, keeps one timer re-armed to the
+machine's next due time, polls the foreground process (psutil, runtime/process.py) and tells the
+machine when it changed, passes reports and the exit on, and publishes the state changes the machine
+returns (stamped with unix time), to subscribers and the events log. Everything runs on one asyncio
+loop and never busy-waits. What the state is — staleness, priority, identity — is decided in core.
 """
 
 from __future__ import annotations
@@ -16,15 +18,15 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
 from panewatch.core.cast import CastWriter
 from panewatch.core.classify import Verdict
-from panewatch.core.combine import PaneState, Report, combine, screen_key
+from panewatch.core.combine import PaneState, Report
 from panewatch.core.detector import PaneDetector
-from panewatch.core.machine import Foreground
+from panewatch.core.machine import Foreground, PaneMachine, StateChange
 from panewatch.core.manifest import Manifest, ManifestError, ManifestSet, load_all
 from panewatch.core.policy import ChangeDrivenSchedule, PolicyConfig, Schedule
 from panewatch.core.screen import Screen, Snapshot
@@ -137,22 +139,6 @@ class ManifestWatcher:
         self._handle = asyncio.get_running_loop().call_later(self.interval, self._tick)
 
 
-@dataclass(frozen=True, slots=True)
-class StateChange:
-    """One change of a pane's combined state. `t` is unix time, `mono` the loop's clock."""
-
-    t: float
-    mono: float
-    pane: str
-    old: PaneState | None
-    new: PaneState
-    agent: str | None
-
-    def as_json(self) -> dict[str, Any]:
-        return {"t": round(self.t, 6), "pane": self.pane, "state": self.new.state, "rule": self.new.rule,
-                "source": self.new.source, "agent": self.agent, "detail": self.new.detail or None}
-
-
 Subscriber = Callable[[StateChange], None]
 
 
@@ -190,15 +176,13 @@ class LivePane:
         self.on_error = on_error or (lambda message: log.warning("%s", message))
         self._wall = wall
         self._env, self._cwd, self._tcattrs = env, cwd, tcattrs
-        # The timing policy, built at start on the loop's clock (`schedule(start)`, e.g. a benchmark's
-        # FixedSweepSchedule); by default ours with `policy`.
-        self._schedule = schedule or (lambda start: ChangeDrivenSchedule(policy, start=start))
         self._cols, self._rows = cols, rows
-        self.screen = Screen(cols, rows)
-        self.detector = PaneDetector(self.watcher.current, self.screen, agent_id=agent)
+        # On the clock the loop will run (asyncio's is time.monotonic): a pane is made just before it starts.
+        # The timing policy: ours with `policy` by default, or e.g. a benchmark's FixedSweepSchedule.
+        made = time.monotonic()
+        self.machine = PaneMachine(self.watcher.current, cols, rows, pane_id=pane_id, agent=agent, start=made,
+                                   schedule=(schedule or (lambda t: ChangeDrivenSchedule(policy, start=t)))(made))
         self.tracker = ForegroundTracker()
-        self.state = PaneState("idle", "screen", None)
-        self.report_in_force: Report | None = None
         self.exit_code: int | None = None
         self.changes = 0
         self._record_fh, self._events_fh = record, events
@@ -213,13 +197,7 @@ class LivePane:
         self._unwatch: Callable[[], None] | None = None
         self._exit_task: asyncio.Task[None] | None = None
         self._done: asyncio.Event | None = None
-        self._last_output = 0.0
         self._last_input = float("-inf")
-        self._screen_changed_at = 0.0
-        self._last_snapshot: Snapshot | None = None
-        self._report_key: tuple[str, ...] | None = None  # the screen a report arrived on, animations ignored
-        self._agent_seen = False  # an agent held this pane (by process or by its screen)
-        self._agent_by_process = False  # ... and we recognised its process
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -227,8 +205,6 @@ class LivePane:
         """Spawn the command on a new pty and start watching it. Call from the running loop."""
         loop = self._loop = asyncio.get_running_loop()
         now = loop.time()
-        self._last_output = self._screen_changed_at = now
-        self.detector.schedule = self._schedule(now)
         self._session = PtySession(self.argv, cols=self._cols, rows=self._rows, env=self._env, cwd=self._cwd,
                                    on_output=self._on_output, tcattrs=self._tcattrs)
         if self.headless:  # no outer terminal answers DA1/DSR here; agents stall without the reply
@@ -244,7 +220,7 @@ class LivePane:
         self._session.start_reading()
         self.watcher.start()
         self._unwatch = self.watcher.subscribe(self._on_manifests)
-        self._emit(now, None, self.state)
+        self._emit(StateChange(now, self.pane_id, None, self.state, self.agent))
         self._arm()
         self._fg_handle = loop.call_later(0, self._poll_foreground)
         self._exit_task = loop.create_task(self._watch_exit())
@@ -305,10 +281,9 @@ class LivePane:
         assert self._session is not None and self._loop is not None
         code = await self._session.wait()
         await self._session.wait_eof(EXIT_DRAIN)  # its last frame still counts
-        self._check(self._loop.time())
+        self._publish(self.machine.exited(self._loop.time(), code))
         self.exit_code = code
         self._stop_timers()
-        self._set_state(self._loop.time(), PaneState("exited", "process", None, f"exit code {code}"))
         # An exited pane keeps only its last screen: its pty goes now (what is left in its session is
         # hung up, as a closed terminal does), not when its card leaves the board, and so does the
         # screen's engine (Screen.close keeps the snapshot and a repaint).
@@ -319,23 +294,23 @@ class LivePane:
 
     # -- I/O ---------------------------------------------------------------------------------
 
-    # The order of every path below: the user's terminal, the pane (screen and detector, or the pty),
-    # and only then the recording, so that a recording that fails or lags costs nothing else.
+    # The order of every path below: the user's terminal, the pane (machine, or the pty), and only
+    # then the recording, so that a recording that fails or lags costs nothing else.
 
     def _on_output(self, data: bytes) -> None:
         assert self._loop is not None
         now = self._loop.time()
         if self.on_output is not None:
             self.on_output(data)  # the user's terminal first: detection must not add latency to it
-        self._last_output = now
-        self.detector.feed(now, data)
+        self._publish(self.machine.output(now, data))
         self._arm()
         if self._session is not None:
             self._foreground_changed(now, self._session.foreground_pgid())
         self._record(now, "o", data)
 
     def write(self, data: bytes) -> None:
-        """Bytes to the pane as typed input. Callers: the input guard and `run`'s key pump only."""
+        """Bytes to the pane as typed input. Callers: the input guard and `run`'s key pump only (and
+        the screen's replies to terminal queries, wired in `start`)."""
         if self._session is None or not data:
             return
         self._session.write(data)
@@ -344,13 +319,13 @@ class LivePane:
             self._record(self._last_input, "i", data)
 
     def clock(self) -> float:
-        """The pane's clock: its loop's (`last_output`, `last_input` and state changes' `mono` are on it)."""
+        """The pane's clock: its loop's (`last_output`, `last_input` and state changes' `t` are on it)."""
         return self._loop.time() if self._loop is not None else time.monotonic()
 
     @property
     def last_output(self) -> float:
         """When output was last fed to the screen (a resize counts: the agent redraws after it)."""
-        return self._last_output
+        return self.machine.last_output
 
     @property
     def last_input(self) -> float:
@@ -364,8 +339,7 @@ class LivePane:
         now = self._loop.time()
         if self._session is not None:
             self._session.resize(cols, rows)
-        self._last_output = now
-        self.detector.resize(now, cols, rows)
+        self._publish(self.machine.resize(now, cols, rows))
         self._arm()
         self._record(now, "r", f"{cols}x{rows}")
 
@@ -388,13 +362,13 @@ class LivePane:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         self.on_error(f"panewatch: {what}{where} stopped: {reason}; the pane and its detection went on")
 
-    # -- detection ---------------------------------------------------------------------------
+    # -- detection: the machine's, on this loop's timers --------------------------------------
 
     def _arm(self) -> None:
-        """(Re)arm the one detection timer at the policy's next due time."""
+        """(Re)arm the one detection timer at the machine's next due time."""
         if self._loop is None or self.exit_code is not None:
             return
-        due = self.detector.next_due()
+        due = self.machine.next_due()
         if self._due is not None and due >= self._due_at:
             return
         if self._due is not None:
@@ -405,51 +379,42 @@ class LivePane:
     def _on_due(self) -> None:
         assert self._loop is not None
         self._due, self._due_at = None, float("inf")
-        now = self._loop.time()
-        self.detector.tick(now)
-        self._observe_screen()
-        self._update(now)
+        self._publish(self.machine.tick(self._loop.time()))
         self._arm()
-
-    def _observe_screen(self) -> None:
-        """Track when the screen last changed, which supersedes a report (combine.report_is_fresh).
-        While a report is in force, animations (a blinking bullet, a spinner, the title) do not count:
-        compared by `screen_key` against the screen the report arrived on. Without one, any change does."""
-        snapshot = self.screen.snapshot()
-        if snapshot is self._last_snapshot or snapshot == self._last_snapshot:
-            return
-        if self._last_snapshot is not None:
-            if self.report_in_force is None or self._report_key is None:
-                self._screen_changed_at = self._last_output  # the output that made the change
-            elif screen_key(snapshot) != self._report_key:
-                self._screen_changed_at = self._last_output
-                self._report_key = None  # superseded for good: later changes need no comparison
-        self._last_snapshot = snapshot
-
-    def _check(self, now: float) -> Verdict:
-        verdict = self.detector.classify_now()
-        self._observe_screen()
-        self._update(now)
-        return verdict
 
     def classify_now(self) -> PaneState:
         """Re-classify the screen now, whatever the schedule says, and return the combined state: the
         input guard checks this way (a prompt a hook reported before it was drawn, or an agent that
         exited, must refuse input too). The screen's own verdict is then `self.verdict`."""
-        now = self._loop.time() if self._loop is not None else 0.0
+        now = self.clock()
         if self._session is not None:
             self._foreground_changed(now, self._session.foreground_pgid())
-        self._check(now)
+        self._publish(self.machine.check(now))
         return self.state
 
     @property
+    def state(self) -> PaneState:
+        return self.machine.state
+
+    @property
     def verdict(self) -> Verdict:
-        return self.detector.verdict
+        return self.machine.verdict
 
     @property
     def agent(self) -> str | None:
-        fg = self.tracker.current
-        return self.pinned_agent or (fg.agent_id if fg else None) or self.detector.verdict.agent or None
+        return self.machine.agent
+
+    @property
+    def screen(self) -> Screen:
+        return self.machine.screen
+
+    @property
+    def detector(self) -> PaneDetector:
+        return self.machine.detector
+
+    @property
+    def report_in_force(self) -> Report | None:
+        return self.machine.report_in_force
 
     @property
     def foreground(self) -> Foreground | None:
@@ -459,83 +424,36 @@ class LivePane:
         return self.screen.snapshot()
 
     def _on_manifests(self) -> None:
-        if self._loop is None or self.exit_code is not None:
-            return
-        # An edited rule must apply to the screen already shown, not only to the next output.
-        self._refresh_agent()
-        self._check(self._loop.time())
-
-    # -- process identity --------------------------------------------------------------------
+        if self._loop is not None and self.exit_code is None:
+            self._publish(self.machine.manifests_changed(self._loop.time()))
 
     def _poll_foreground(self) -> None:
         assert self._loop is not None
         self._fg_handle = None
         if self._session is None or self.exit_code is not None:
             return
-        now = self._loop.time()
-        self._foreground_changed(now, self._session.foreground_pgid())
+        self._foreground_changed(self._loop.time(), self._session.foreground_pgid())
         self._fg_handle = self._loop.call_later(FOREGROUND_POLL, self._poll_foreground)
 
     def _foreground_changed(self, now: float, pgid: int | None) -> None:
         assert self._session is not None
-        if not self.tracker.poll(now, pgid, self._session.pid, self.watcher.current()):
-            return
-        self._refresh_agent()
-        self._check(now)
-
-    def _refresh_agent(self) -> None:
-        fg = self.tracker.current
-        if fg is None or self.pinned_agent is not None:
-            return
-        known = fg.agent_id is not None and self.watcher.get(fg.agent_id) is not None
-        self.detector.set_agent(fg.agent_id if known else None)
-
-    def _agent_running(self) -> bool | None:
-        """True: an agent holds the pane. False: it is gone (the shell, or a program we can tell is not
-        the agent we saw, holds the pane: a prompt still on screen is a leftover). None: unknown."""
-        fg = self.tracker.current
-        if fg is None:
-            return None
-        if fg.agent_id is not None:
-            self._agent_seen = self._agent_by_process = True
-            return True
-        if fg.is_shell:
-            return False if self._agent_seen else None
-        if self._agent_by_process:  # `ls`, `reset`, `vim` after the agent: its process is known, not there
-            return False
-        if self.detector.verdict.agent:  # an unrecognised wrapper drawing a known agent's screen
-            self._agent_seen = True
-        return None
-
-    # -- reports and the combined state ------------------------------------------------------
+        if self.tracker.poll(now, pgid, self._session.pid, self.watcher.current()):
+            self._publish(self.machine.foreground(now, self.tracker.current))
 
     def report(self, report: Report) -> None:
-        """A hook or ACP report about this pane. The newest report replaces any earlier one."""
-        if self._loop is None or self.exit_code is not None:
-            return
-        now = self._loop.time()
-        if not now - 60.0 <= report.t <= now:  # stamped on another clock: it arrived just now
-            report = replace(report, t=now)
-        self.report_in_force = report
-        self._report_key = screen_key(self.screen.snapshot())
-        self._update(now)
+        """A hook or ACP report about this pane (on this loop's clock, else taken as arriving now)."""
+        if self._loop is not None:
+            self._publish(self.machine.report(self._loop.time(), report))
 
-    def _update(self, now: float) -> None:
-        if self.exit_code is not None:
-            return
-        running = self._agent_running()
-        new = combine(self.detector.verdict, self._screen_changed_at, self.report_in_force, running, now)
-        self._set_state(now, new)
+    # -- publishing ------------------------------------------------------------------------------
 
-    def _set_state(self, now: float, new: PaneState) -> None:
-        old = self.state
-        self.state = new
-        if new.state != old.state:
-            self._emit(now, old, new)
+    def _publish(self, changes: list[StateChange]) -> None:
+        for change in changes:
+            self._emit(change)
 
-    def _emit(self, now: float, old: PaneState | None, new: PaneState) -> None:
+    def _emit(self, change: StateChange) -> None:
         self.changes += 1
-        change = StateChange(self._wall(), now, self.pane_id, old, new, self.agent)
+        change = replace(change, wall=self._wall())
         for callback in list(self._subscribers):
             try:
                 callback(change)

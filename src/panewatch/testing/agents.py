@@ -22,9 +22,10 @@ from typing import IO, Any
 
 from panewatch.core.cast import Cast, CastEvent, read_cast
 from panewatch.core.combine import PaneState, Report
+from panewatch.core.machine import StateChange
 from panewatch.runtime.guard import InputGuard
 from panewatch.runtime.hooks import ReportServer, hook_launcher, inject_claude_hooks
-from panewatch.runtime.live import LivePane, ManifestWatcher, StateChange
+from panewatch.runtime.live import LivePane, ManifestWatcher
 from panewatch.testing.capture import PROFILES, AgentProfile, final_literal, literals
 from panewatch.testing.capture_truth import derive_timeline
 from panewatch.testing.homes import MOCK_KIND, find_agents_bin, prepare
@@ -87,7 +88,7 @@ class LiveAgent:
                               record=self._record, on_output=self._on_output)
         self._pane.subscribe(self.changes.append)
         self._pane.start()
-        self.t0 = self.changes[0].mono if self.changes else loop.time()
+        self.t0 = self.changes[0].t if self.changes else loop.time()
         return self
 
     async def close(self) -> None:
@@ -195,7 +196,7 @@ class LiveAgent:
     # -- what happened -------------------------------------------------------------------------
 
     def detected(self) -> list[tuple[float, str]]:
-        return [(c.mono - self.t0, c.new.state) for c in self.changes]
+        return [(c.t - self.t0, c.new.state) for c in self.changes]
 
     def mock_events(self) -> list[dict[str, Any]]:
         return [{k: e.get(k) for k in ("event", "step", "stop_reason", "tools")} | {"t": float(e["t"]) - self.t0}

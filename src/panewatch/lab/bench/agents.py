@@ -22,8 +22,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from panewatch.core.machine import StateChange
 from panewatch.runtime.guard import InputGuard
-from panewatch.runtime.live import StateChange
 from panewatch.testing.agents import LiveAgent
 from panewatch.testing.homes import find_agents_bin
 
@@ -80,8 +80,8 @@ async def _one(agent_name: str, hooks: bool, samples: Samples) -> None:
             if left is None:
                 samples.failures.append("prompt gone but the pane stayed blocked")
                 return
-            samples.drawn_to_blocked.append(blocked.mono - agent.first_seen[dialog])
-            samples.answer_to_left.append(left.mono - pressed)
+            samples.drawn_to_blocked.append(blocked.t - agent.first_seen[dialog])
+            samples.answer_to_left.append(left.t - pressed)
             if dialog in agent.gone_at:
                 samples.answer_to_erased.append(agent.gone_at[dialog] - pressed)
             await agent.turn_over(STEP)

@@ -25,9 +25,10 @@ from pathlib import Path
 
 import psutil
 
+from panewatch.core.machine import StateChange
 from panewatch.core.policy import ChangeDrivenSchedule, FixedSweepSchedule, Schedule
 from panewatch.lab.loadgen import fifo_path
-from panewatch.runtime.live import LivePane, ManifestWatcher, StateChange
+from panewatch.runtime.live import LivePane, ManifestWatcher
 
 WARMUP = 4.0  # seconds before the CPU window opens: panes started, fakes drawing
 
@@ -101,7 +102,7 @@ async def _run_phase(name: str, panes: int, seconds: float, seed: int,
         live: list[LivePane] = []
 
         def on_change(change: StateChange) -> None:
-            events.append((change.pane, change.t, change.new.state))
+            events.append((change.pane, change.wall or time.time(), change.new.state))
 
         for i in range(panes):
             pane = LivePane(["cat", str(fifo_path(fifo_dir, i))], pane_id=str(i), agent="claude",
