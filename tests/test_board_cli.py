@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from boardutil import AGENT, ServeProcess, card, cli, new_agent, start_serve, wait_for, wait_state
-from panewatch.runtime.pty import set_winsize
+from panewatch.runtime.fd import set_winsize
 
 
 def log_lines(log: Path) -> list[str]:

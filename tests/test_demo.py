@@ -11,7 +11,7 @@ import termios
 import time
 
 from panewatch.core.screen import Screen
-from panewatch.runtime.pty import set_winsize
+from panewatch.runtime.fd import set_winsize
 
 
 def _controlling_tty() -> None:

@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from fake_claude import FAKE
-from panewatch.runtime.pty import set_winsize
+from panewatch.runtime.fd import set_winsize
 from panewatch.runtime.terminal import OutputGate, _utf8_incomplete
 
 TIMEOUT = 15.0

@@ -24,21 +24,13 @@ from typing import Any
 
 from panewatch.board import client
 from panewatch.board.rpc import Peer, RemoteError
+from panewatch.runtime.fd import write_all
 
 DETACH_KEYS = {"^\\": b"\x1c", "^]": b"\x1d"}
 # What an application may have switched on that must not outlive the attach.
 _RESET = (b"\x1b[0m\x1b[?25h\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l"
           b"\x1b[?1l\x1b>\x1b[r")
 _ENTER, _LEAVE = b"\x1b[?1049h\x1b[H\x1b[2J", b"\x1b[?1049l"
-
-
-def _write(data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(1, view):]
-        except BlockingIOError:
-            continue
 
 
 def attach(pane_ref: str, detach_key: bytes, key_name: str) -> int:
@@ -52,7 +44,7 @@ def attach(pane_ref: str, detach_key: bytes, key_name: str) -> int:
         code = asyncio.run(session.run())
     finally:
         with contextlib.suppress(OSError):
-            _write(_RESET + _LEAVE)
+            write_all(1, _RESET + _LEAVE)
         with contextlib.suppress(termios.error, OSError):
             termios.tcsetattr(0, termios.TCSADRAIN, saved)
         for sig, handler in previous.items():
@@ -106,7 +98,7 @@ class _Attach:
             await peer.close()
             raise RemoteError("exited", f"pane {self.pane_id} has exited")
         tty.setraw(0, termios.TCSANOW)
-        _write(_ENTER)
+        write_all(1, _ENTER)
         await self._follow_size()
         await peer.request("attach", pane=self.pane_id)
         loop.add_reader(0, self._on_key)
@@ -149,7 +141,7 @@ class _Attach:
     def _on_notify(self, op: str, msg: dict[str, Any]) -> None:
         if op == "screen":
             data = base64.b64decode(str(msg.get("data", "")))
-            _write((b"\x1b[H\x1b[2J" + data) if msg.get("repaint") else data)
+            write_all(1, (b"\x1b[H\x1b[2J" + data) if msg.get("repaint") else data)
         elif op == "card":
             card = msg.get("card")
             if card is None:
@@ -159,4 +151,4 @@ class _Attach:
                 if card.get("state") == "exited":
                     self._finish(0, f"[pane {self.pane_id} exited: {card.get('detail') or ''}]")
         elif op == "error":
-            _write(b"\x07")  # a refused key: ring, do not scribble over the pane's screen
+            write_all(1, b"\x07")  # a refused key: ring, do not scribble over the pane's screen

@@ -48,6 +48,15 @@ class ScreenStats:
 
 ReplyHandler = Callable[[bytes], None]
 
+MAX_SIZE = (1000, 500)  # (cols, rows): the largest screen an engine is given
+
+
+def clamp_size(cols: int, rows: int, least: tuple[int, int] = (1, 1),
+               most: tuple[int, int] = MAX_SIZE) -> tuple[int, int]:
+    """(cols, rows) within [least, most]: the one bound on window sizes (a screen's, a pty's, and
+    the board's tighter one for sizes a browser asks for)."""
+    return max(least[0], min(cols, most[0])), max(least[1], min(rows, most[1]))
+
 # A closed screen keeps its VT repaint up to this size; a bigger one (a huge screen, every cell in its
 # own colour) becomes the plain text, so what an exited pane keeps stays small.
 MAX_KEPT_REPAINT = 64 * 1024
@@ -69,6 +78,7 @@ class Screen:
     stats: ScreenStats = field(default_factory=ScreenStats)
 
     def __post_init__(self) -> None:
+        self.cols, self.rows = clamp_size(self.cols, self.rows)
         self._term = ghostty.new_terminal(self.cols, self.rows)
         self._text: ghostty.VisibleText | None = ghostty.VisibleText(self._term)
         self._state: ghostty.StateReader | None = ghostty.StateReader(self._term)
@@ -97,7 +107,7 @@ class Screen:
             self.stats.engine_errors += 1
 
     def resize(self, cols: int, rows: int) -> None:
-        cols, rows = max(1, min(cols, 1000)), max(1, min(rows, 500))
+        cols, rows = clamp_size(cols, rows)
         if (cols, rows) == (self.cols, self.rows) or self.closed:
             return
         try:

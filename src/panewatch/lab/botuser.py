@@ -13,7 +13,6 @@ import json
 import os
 import random
 import select
-import struct
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from panewatch.runtime.fd import set_winsize, write_all
 
 ANSWER_DELAY = (3.0, 8.0)  # seconds from a prompt appearing to the answer
 TASK_DELAY = (3.0, 10.0)  # seconds from a turn ending to the next task
@@ -135,7 +136,7 @@ class FakeAgentProcess:
                  extra_args: Sequence[str] = ()) -> None:
         self.truth_path = truth_path
         master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        set_winsize(slave, cols, rows)
         argv = [sys.executable, "-m", "panewatch.lab.fakeagent", "--seed", str(seed),
                 "--time-scale", repr(time_scale), *extra_args]
         if tasks is not None:
@@ -182,12 +183,7 @@ class FakeAgentProcess:
         return b"".join(chunks)
 
     def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            try:
-                view = view[os.write(self.master_fd, view):]
-            except BlockingIOError:
-                select.select([], [self.master_fd], [], 1.0)
+        write_all(self.master_fd, data)
 
     def send_eof(self) -> None:
         """Ctrl-D at the start of a line: the agent's readline() returns '' and it exits cleanly."""

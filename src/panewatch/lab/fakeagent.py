@@ -27,6 +27,8 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import IO, Any, Literal
 
+from panewatch.runtime.fd import write_all
+
 # 256-colour indices seen in Claude Code 2.1.332 captures.
 _ORANGE, _SHIMMER, _GREY, _RULE, _BLUE, _DASH, _WHITE, _USER_BG = 174, 216, 246, 244, 153, 239, 231, 237
 _GLYPHS = "·✢*✶✻✽✻✶*✢"  # the spinner breathes out and back, as the real one does
@@ -404,12 +406,6 @@ async def interpret_async(steps: Steps, *, write: Callable[[bytes], None],
 FAST_SCALE = 0.05  # --fast: a whole task in about a second
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
 def _stdin_line(stream: IO[bytes]) -> Callable[[], str | None]:
     def readline() -> str | None:
         try:
@@ -498,12 +494,12 @@ def main(argv: list[str] | None = None) -> int:
     script = FakeAgentScript(args.seed, args.tasks, cols, rows)
     code = 0
     try:
-        interpret(script.steps(), write=lambda b: _write_all(1, b), readline=_stdin_line(sys.stdin.buffer),
+        interpret(script.steps(), write=lambda b: write_all(1, b), readline=_stdin_line(sys.stdin.buffer),
                   record=record, time_scale=scale, readkey=_stdin_key(0))
     except (KeyboardInterrupt, SystemExit) as exc:
         code = 130 if isinstance(exc, KeyboardInterrupt) else int(exc.code or 0)
         with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
-            _write_all(1, EXIT_BYTES)
+            write_all(1, EXIT_BYTES)
         record(script.truth("exited"))
     except OSError:  # the terminal went away under a write (EIO, EPIPE): nobody to restore for
         code = 1

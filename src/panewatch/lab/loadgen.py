@@ -22,16 +22,11 @@ from typing import IO
 
 from panewatch.lab.botuser import ANSWER_DELAY, TASK_DELAY, TASK_TEXTS
 from panewatch.lab.fakeagent import FakeAgentScript, Truth, interpret_async
+from panewatch.runtime.fd import write_all
 
 
 def fifo_path(fifo_dir: Path, index: int) -> Path:
     return fifo_dir / f"pane-{index}.fifo"
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 async def drive_one(index: int, fd: int, truth: IO[str], *, seed: int, deadline: float,
@@ -61,7 +56,7 @@ async def drive_one(index: int, fd: int, truth: IO[str], *, seed: int, deadline:
         await asyncio.sleep(delay)
         return line
 
-    await interpret_async(script.steps(), write=lambda data: _write_all(fd, data), readline=next_line,
+    await interpret_async(script.steps(), write=lambda data: write_all(fd, data), readline=next_line,
                           record=record, time_scale=time_scale)
 
 

@@ -15,16 +15,16 @@ import errno
 import fcntl
 import os
 import signal
-import struct
 import subprocess
 import termios
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import psutil
 
-from panewatch.runtime.reaper import KILL_STEPS, end_groups, running, signal_groups
+from panewatch.core.screen import clamp_size
+from panewatch.runtime.fd import set_winsize
+from panewatch.runtime.reaper import end_groups, ending_groups, running
 
 OutputHandler = Callable[[bytes], None]
 EofHandler = Callable[[], None]
@@ -36,16 +36,6 @@ MAX_PENDING = 8 * 1024 * 1024  # writes beyond this are dropped: a child that ne
 def exit_status(returncode: int) -> int:
     """Popen's returncode as a shell reports it: a death by signal n is 128+n."""
     return 128 - returncode if returncode < 0 else returncode
-
-
-def set_winsize(fd: int, cols: int, rows: int) -> None:
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-
-
-def get_winsize(fd: int) -> tuple[int, int]:
-    """(cols, rows) of the terminal on `fd`."""
-    rows, cols, _, _ = struct.unpack("HHHH", fcntl.ioctl(fd, termios.TIOCGWINSZ, b"\0" * 8))
-    return cols, rows
 
 
 # A terminal gives the program in it default signal handling, whatever its own parent had: started
@@ -81,12 +71,12 @@ class PtySession:
         if not argv:
             raise ValueError("empty command")
         self.argv = list(argv)
-        self.cols, self.rows = cols, rows
+        self.cols, self.rows = clamp_size(cols, rows)  # the screen's bound: the program and its screen agree
         self.on_output = on_output
         self.on_eof = on_eof
         master, slave = os.openpty()
         try:
-            set_winsize(master, cols, rows)
+            set_winsize(master, self.cols, self.rows)
             if tcattrs is not None:  # the outer terminal's modes (erase key, iutf8 …), as script(1) does
                 termios.tcsetattr(slave, termios.TCSANOW, tcattrs)
             self._proc = subprocess.Popen(
@@ -244,7 +234,7 @@ class PtySession:
 
     def resize(self, cols: int, rows: int) -> None:
         """Set the window size; the kernel sends SIGWINCH to the foreground group if it changed."""
-        cols, rows = max(1, cols), max(1, rows)
+        cols, rows = clamp_size(cols, rows)  # the screen's bound: the program and its screen agree
         self.cols, self.rows = cols, rows
         if self._master is not None:
             with contextlib.suppress(OSError):
@@ -319,15 +309,8 @@ class PtySession:
     async def aclose(self) -> None:
         """`close()` without blocking the event loop during the grace periods."""
         groups, members = self._targets()
-        for sig, grace in KILL_STEPS:
-            if not self._alive(members):
-                break
-            if sig == signal.SIGHUP:
-                signal_groups(signal.SIGCONT, groups)
-            signal_groups(sig, groups)
-            deadline = time.monotonic() + grace
-            while self._alive(members) and time.monotonic() < deadline:
-                await asyncio.sleep(0.005)
+        for pause in ending_groups(groups, lambda: self._alive(members)):
+            await asyncio.sleep(pause)
         self._release()
 
     def _release(self) -> None:

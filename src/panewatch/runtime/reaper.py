@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import psutil
 
@@ -37,18 +37,25 @@ def running(procs: Iterable[psutil.Process]) -> bool:
     return False
 
 
-def end_groups(groups: set[int], alive: Callable[[], bool]) -> None:
-    """KILL_STEPS to every process group in `groups` until `alive()` says nothing runs. Blocks (at
-    most the sum of the grace periods); `PtySession.aclose()` is the same for an event loop."""
+def ending_groups(groups: set[int], alive: Callable[[], bool]) -> Iterator[float]:
+    """KILL_STEPS to every process group in `groups` until `alive()` says nothing runs: sends the
+    signals and yields how long to pause before looking again. The one body of `end_groups` (which
+    sleeps) and `PtySession.aclose` (which awaits)."""
     for sig, grace in KILL_STEPS:
         if not alive():
-            break
+            return
         if sig == signal.SIGHUP:
             signal_groups(signal.SIGCONT, groups)  # a stopped job must wake to see the hangup
         signal_groups(sig, groups)
         deadline = time.monotonic() + grace
         while alive() and time.monotonic() < deadline:
-            time.sleep(0.005)
+            yield 0.005
+
+
+def end_groups(groups: set[int], alive: Callable[[], bool]) -> None:
+    """`ending_groups`, blocking (at most the sum of the grace periods)."""
+    for pause in ending_groups(groups, alive):
+        time.sleep(pause)
 
 
 def end_sessions(sessions: dict[int, float]) -> int:

@@ -9,14 +9,13 @@ import asyncio
 import contextlib
 import os
 import re
-import select
 import termios
 import tty
 from collections.abc import Callable
 from typing import Any
 
+from panewatch.runtime.fd import get_winsize, write_all
 from panewatch.runtime.live import LivePane
-from panewatch.runtime.pty import get_winsize
 
 FORCE_OWN_OUTPUT = 1.0  # seconds: our bytes wait at most this long for the child to finish a sequence
 
@@ -146,18 +145,13 @@ class OutputGate:
         self._clean = not self._tail and not _utf8_incomplete(buf)
 
     def _write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view and not self.broken:
-            try:
-                sent = os.write(self.fd, view)
-            except BlockingIOError:  # someone left our stdout non-blocking: wait for room
-                select.select([], [self.fd], [], 1.0)
-                continue
-            except OSError as exc:
-                self.broken = True
-                self.on_error(exc)
-                return
-            view = view[sent:]
+        if self.broken:
+            return
+        try:
+            write_all(self.fd, data)  # someone may have left our stdout non-blocking: write_all waits
+        except OSError as exc:
+            self.broken = True
+            self.on_error(exc)
 
     def close(self) -> None:
         if self._timer is not None:

@@ -8,20 +8,18 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import re
 import signal
-import struct
 import subprocess
 import sys
-import termios
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 
 from panewatch.core.screen import Screen, Snapshot
+from panewatch.runtime.fd import set_winsize, write_all
 
 Clock = Callable[[], float]
 Predicate = Callable[[Snapshot], bool]
@@ -69,7 +67,7 @@ class PtyAgent:
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> PtyAgent:
         master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", self.rows, self.cols, 0, 0))
+        set_winsize(slave, self.cols, self.rows)
         try:
             self.proc = subprocess.Popen([sys.executable, "-c", _TRAMPOLINE, *self.argv],
                                          stdin=slave, stdout=slave, stderr=slave, env=self.env,
@@ -140,7 +138,7 @@ class PtyAgent:
     def _write(self, data: bytes) -> None:
         if self._master >= 0:
             with contextlib.suppress(OSError):
-                os.write(self._master, data)
+                write_all(self._master, data)
 
     def write(self, data: bytes | str) -> None:
         raw = data.encode() if isinstance(data, str) else data
@@ -161,7 +159,7 @@ class PtyAgent:
             self.cols, self.rows = cols, rows
             self.screen.resize(cols, rows)
         if self._master >= 0:
-            fcntl.ioctl(self._master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+            set_winsize(self._master, cols, rows)
 
     # -- screen --------------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
