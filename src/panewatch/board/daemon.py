@@ -43,6 +43,7 @@ from typing import Any
 from aiohttp import web
 
 import panewatch
+from panewatch.board import ops
 from panewatch.board.client import runtime_file, socket_path
 from panewatch.board.model import Card, bad_request
 from panewatch.board.panes import Hub, LocalPane, RemotePane
@@ -262,43 +263,17 @@ class Daemon:
             conn.peer.notify("error", error=exc.kind, message=str(exc))
 
     async def _request(self, conn: _Conn, op: str, msg: dict[str, Any]) -> dict[str, Any] | None:
-        if op == "register":
+        async def register(msg: dict[str, Any]) -> dict[str, Any]:
             return self._register(conn, msg)
-        if op == "info":
-            return {"url": self.url, "pid": self.pid, "port": self.port, "panes": len(self.hub.panes),
-                    "version": panewatch.__version__}
-        if op == "list":
-            return {"cards": self.hub.cards()}
-        if op == "new":
-            return {"card": await self.new_pane(msg)}
-        if op == "shutdown":
-            asyncio.get_running_loop().call_soon(self.stop)
-            return None
-        if op == "ping":
-            return None
-        pane_ref = msg.get("pane")
-        if not isinstance(pane_ref, str):
-            raise bad_request(f"{op}: no pane given")
-        handle = self.hub.get(pane_ref)
-        if op == "prompt":
-            return {"card": handle.card}
-        if op == "send":
-            await handle.send(str(msg.get("text", "")), bool(msg.get("enter", True)))
-            return None
-        if op == "answer":
-            fingerprint = msg.get("fingerprint")
-            if not isinstance(fingerprint, str) or not fingerprint:
-                raise bad_request("answer: the fingerprint of the prompt being answered is required")
-            return await handle.answer(str(msg.get("option", "")), fingerprint)
-        if op == "attach":
-            return self._attach(conn, handle.id)
-        if op == "resize":
-            await handle.resize(int(msg.get("cols", 0)), int(msg.get("rows", 0)))
-            return None
-        if op == "close":
-            await self.dismiss(handle.id, kill=True)
-            return None
-        raise RemoteError("unknown_op", f"no such operation: {op}")
+
+        async def attach(msg: dict[str, Any]) -> dict[str, Any]:
+            return self._attach(conn, ops.pane(self, msg).id)
+
+        return await ops.call(self, op, msg, web=False, local={"register": register, "attach": attach})
+
+    def info(self) -> dict[str, Any]:
+        return {"url": self.url, "pid": self.pid, "port": self.port, "panes": len(self.hub.panes),
+                "version": panewatch.__version__}
 
     def _register(self, conn: _Conn, msg: dict[str, Any]) -> dict[str, Any]:
         card = msg.get("card")
@@ -329,28 +304,23 @@ class Daemon:
 
     # -- panes ---------------------------------------------------------------------------------
 
-    async def new_pane(self, msg: dict[str, Any]) -> Card:
-        argv = msg.get("argv")
-        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
-            raise bad_request("a command is required (panewatch new -- CMD ...)")
-        cwd = str(msg.get("cwd") or Path.home())
+    async def new_pane(self, spec: ops.NewPane) -> Card:
+        argv, agent = spec.argv, spec.agent
+        cwd = spec.cwd or str(Path.home())
         if not Path(cwd).is_dir():
             raise bad_request(f"no such directory: {cwd}")
-        agent = msg.get("agent") or None
-        if agent is not None and self.watcher.get(str(agent)) is None:
+        if agent is not None and self.watcher.get(agent) is None:
             known = ", ".join(m.id for m in self.watcher.current())
             raise bad_request(f"unknown agent {agent!r} (known: {known})")
-        given = msg.get("env")
-        env = {str(k): str(v) for k, v in given.items()} if isinstance(given, dict) else dict(os.environ)
+        env = dict(spec.env) if spec.env is not None else dict(os.environ)
         for key in _PANE_ENV:
             env.pop(key, None)
         env.setdefault("TERM", "xterm-256color")
         pane_id = self.hub.new_id()
         argv = await self._hooks(pane_id, argv, env, cwd)
-        cols, rows = _int(msg.get("cols"), 120, 10, 500), _int(msg.get("rows"), 32, 4, 200)
-        pane = LivePane(argv, pane_id=pane_id, cols=cols, rows=rows, env=env, cwd=cwd, agent=agent, headless=True,
-                        manifests=self.watcher)
-        local = LocalPane(self.hub, pane, name=str(msg.get("name") or Path(argv[0]).name), cwd=cwd)
+        pane = LivePane(argv, pane_id=pane_id, cols=spec.cols, rows=spec.rows, env=env, cwd=cwd, agent=agent,
+                        headless=True, manifests=self.watcher)
+        local = LocalPane(self.hub, pane, name=spec.name or Path(argv[0]).name, cwd=cwd)
         pane.subscribe(lambda change: self._notify_change(local, change))
         try:
             pane.start()
@@ -399,10 +369,6 @@ class Daemon:
                 raise RemoteError("not_owned", f"pane {pane_id} runs under `panewatch run` in another "
                                                "terminal: end it there")
         await self.hub.remove(pane_id)
-
-
-def _int(value: Any, default: int, low: int, high: int) -> int:
-    return max(low, min(high, value)) if isinstance(value, int) else default
 
 
 def _same_user(writer: asyncio.StreamWriter) -> bool:

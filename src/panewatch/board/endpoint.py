@@ -171,7 +171,7 @@ class PaneEndpoint:
             raise wire_error(exc) from None
 
     def resize(self, cols: int, rows: int) -> None:
-        self.pane.resize(max(10, min(cols, 500)), max(4, min(rows, 200)))
+        self.pane.resize(cols, rows)  # validated and clamped by the operation (board/ops.py)
         self._publish()
 
     # -- output for viewers ----------------------------------------------------------------------

@@ -18,14 +18,12 @@ import mimetypes
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from panewatch.board.ops import Board
 from panewatch.board.security import SECURITY_HEADERS, Access
-
-if TYPE_CHECKING:
-    from panewatch.board.daemon import Daemon
+from panewatch.board.wsession import BoardSession
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -39,7 +37,7 @@ def _denied(status: int, title: str, text: str) -> web.Response:
     return web.Response(status=status, text=_DENIED_PAGE.format(title=title, text=text), content_type="text/html")
 
 
-def make_app(daemon: Daemon, access: Access) -> web.Application:
+def make_app(board: Board, access: Access) -> web.Application:
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
@@ -53,26 +51,26 @@ def make_app(daemon: Daemon, access: Access) -> web.Application:
         return response
 
     async def _check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        daemon.stats["requests"] += 1
+        board.stats["requests"] += 1
         if not access.host_ok(request.headers.get("Host")):
-            daemon.stats["refused_host"] += 1
+            board.stats["refused_host"] += 1
             return _denied(421, "wrong host", "This board only answers to its own loopback address.")
         is_ws = request.headers.get("Upgrade", "").lower() == "websocket"
         if not access.origin_ok(request.headers.get("Origin"), required=is_ws):
-            daemon.stats["refused_origin"] += 1
+            board.stats["refused_origin"] += 1
             return _denied(403, "cross-site request refused", "Requests from other sites are not accepted.")
         if request.method not in ("GET", "HEAD"):
             return _denied(405, "method not allowed", "The board takes no requests but GET.")
         if "token" in request.query:
             if request.path != "/" or not access.token_ok(request.query.get("token")):
-                daemon.stats["refused_token"] += 1
+                board.stats["refused_token"] += 1
                 return _denied(403, "wrong token", "This link is not valid (any more): run "
                                                    "<code>panewatch board</code> for the current one.")
             response = web.Response(status=303, headers={"Location": "/"})
             response.set_cookie(access.cookie_name, access.cookie_value, httponly=True, samesite="Strict", path="/")
             return response
         if not access.cookie_ok(request.cookies.get(access.cookie_name)):
-            daemon.stats["refused_cookie"] += 1
+            board.stats["refused_cookie"] += 1
             return _denied(401, "not signed in", "Open the link that <code>panewatch board</code> prints "
                                                  "(it carries this board's secret).")
         return await handler(request)
@@ -81,12 +79,10 @@ def make_app(daemon: Daemon, access: Access) -> web.Application:
         return web.FileResponse(STATIC / "index.html")
 
     async def cards(request: web.Request) -> web.StreamResponse:
-        return web.json_response({"cards": daemon.hub.cards()}, dumps=lambda o: json.dumps(o, ensure_ascii=False))
+        return web.json_response({"cards": board.hub.cards()}, dumps=lambda o: json.dumps(o, ensure_ascii=False))
 
     async def websocket(request: web.Request) -> web.StreamResponse:
-        from panewatch.board.wsession import BoardSession
-
-        return await BoardSession(daemon, request).run()
+        return await BoardSession(board, request).run()
 
     app = web.Application(middlewares=[guard], client_max_size=64 * 1024)
     app.router.add_get("/", index)

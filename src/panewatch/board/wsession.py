@@ -26,15 +26,13 @@ import logging
 import struct
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from panewatch.board import ops
 from panewatch.board.model import Card, bad_request
 from panewatch.board.rpc import RemoteError
-
-if TYPE_CHECKING:
-    from panewatch.board.daemon import Daemon
 
 log = logging.getLogger("panewatch.board")
 
@@ -43,8 +41,8 @@ MAX_MESSAGE = 64 * 1024
 
 
 class BoardSession:
-    def __init__(self, daemon: Daemon, request: web.Request) -> None:
-        self.daemon = daemon
+    def __init__(self, board: ops.Board, request: web.Request) -> None:
+        self.board = board
         self.request = request
         self.ws = web.WebSocketResponse(heartbeat=20.0, max_msg_size=MAX_MESSAGE)
         self._dirty: dict[str, Card | None] = {}
@@ -58,12 +56,12 @@ class BoardSession:
 
     async def run(self) -> web.WebSocketResponse:
         await self.ws.prepare(self.request)
-        hub = self.daemon.hub
+        hub = self.board.hub
         hub.listeners.add(self._on_card)
-        self.daemon.clients += 1
+        self.board.clients += 1
         writer = asyncio.get_running_loop().create_task(self._writer())
         try:
-            await self.ws.send_json({"op": "hello", "cooldown": self.daemon.notify_cooldown, "pid": self.daemon.pid})
+            await self.ws.send_json({"op": "hello", "cooldown": self.board.notify_cooldown, "pid": self.board.pid})
             await self.ws.send_json({"op": "cards", "full": True, "cards": hub.cards(), "gone": []})
             async for msg in self.ws:
                 if msg.type == WSMsgType.TEXT:
@@ -71,7 +69,7 @@ class BoardSession:
                 elif msg.type == WSMsgType.ERROR:
                     break
         finally:
-            self.daemon.clients -= 1
+            self.board.clients -= 1
             hub.listeners.discard(self._on_card)
             self._close_view()
             writer.cancel()
@@ -147,39 +145,23 @@ class BoardSession:
         self._reply(rid, ok=True, **(result or {}))
 
     async def _op(self, op: str, msg: dict[str, Any]) -> dict[str, Any] | None:
-        pane_ref = msg.get("pane")
-        if op == "unview":
-            self._close_view()
-            return None
-        if not isinstance(pane_ref, str):
-            raise bad_request("no pane given")
-        handle = self.daemon.hub.get(pane_ref)
-        if op == "answer":
-            option, fingerprint = msg.get("option"), msg.get("fingerprint")
-            if not isinstance(option, str | int) or not isinstance(fingerprint, str) or not fingerprint:
-                raise bad_request("an answer needs an option and the fingerprint of the prompt it answers")
-            return await handle.answer(str(option), fingerprint)
-        if op == "send":
-            await handle.send(str(msg.get("text", "")), True)
-            return None
-        if op == "keys":
-            if self._view_pane != handle.id:
-                raise bad_request("open the pane's terminal view before typing into it")
-            await handle.keys(str(msg.get("data", "")).encode("utf-8", "surrogatepass"), False)
-            return None
-        if op == "view":
-            self._open_view(handle.id)
-            return {"gen": self._view_gen}
-        if op == "resize":
-            cols, rows = msg.get("cols"), msg.get("rows")
-            if not isinstance(cols, int) or not isinstance(rows, int):
-                raise bad_request("resize needs integer cols and rows")
-            await handle.resize(cols, rows)
-            return None
-        if op == "dismiss":
-            await self.daemon.dismiss(handle.id)
-            return None
-        raise bad_request(f"unknown operation {op!r}")
+        return await ops.call(self.board, op, msg, web=True,
+                              local={"view": self._view, "unview": self._unview, "keys": self._keys})
+
+    # The tab's own operations: its terminal view, and typing into it.
+
+    async def _view(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self._open_view(ops.pane(self.board, msg).id)
+        return {"gen": self._view_gen}
+
+    async def _unview(self, msg: dict[str, Any]) -> None:
+        self._close_view()
+
+    async def _keys(self, msg: dict[str, Any]) -> None:
+        handle = ops.pane(self.board, msg)
+        if self._view_pane != handle.id:
+            raise bad_request("open the pane's terminal view before typing into it")
+        await handle.keys(ops.text(msg, "data").encode("utf-8", "surrogatepass"), False)
 
     # -- the terminal view ---------------------------------------------------------------------
 
@@ -188,7 +170,7 @@ class BoardSession:
         self._view_gen += 1
         gen = self._view_gen
         self._view_pane = pane_id
-        handle = self.daemon.hub.get(pane_id)
+        handle = self.board.hub.get(pane_id)
         self._unwatch = handle.watch(lambda data, repaint: self._on_view_output(gen, data, repaint))
 
     def _reopen_view(self) -> None:

@@ -1,0 +1,204 @@
+"""The board's operations: ONE table for the daemon's unix socket (daemon.py) and the board's
+websocket (wsession.py), each parameter validated once, here.
+
+    op        params                                       result                                 web
+    info      —                                            {url, pid, port, panes, version}
+    list      —                                            {cards}
+    new       {argv, name?, cwd?, env?, cols?, rows?, agent?}  {card}
+    prompt    {pane}                                       {card} (its prompt, if blocked)
+    send      {pane, text, enter?}                         — refused while blocked (pane_blocked + prompt)  ✓
+    answer    {pane, option, fingerprint}                  {option, cleared, state, prompt_after}  ✓
+    resize    {pane, cols, rows}                           — headless panes only                   ✓
+    dismiss   {pane}                                       — remove an exited pane's card          ✓
+    close     {pane}                                       — kill a headless pane, remove its card
+    shutdown  —                                            —
+    ping      —                                            —
+
+The socket may call every op, the browser those marked web. What belongs to one connection — a
+`run` pane registering, an attach and its keys, the browser's terminal view and its keys — is
+handled by that connection and passed to `call` as `local` operations, so one name never means two
+things and an unknown name is refused the same way on both sides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from panewatch.board.model import Card, bad_request
+from panewatch.board.panes import Hub, PaneHandle
+from panewatch.board.rpc import RemoteError
+from panewatch.core.screen import clamp_size
+
+Message = dict[str, Any]
+Result = Message | None
+LocalOp = Callable[[Message], Awaitable[Result]]
+
+# The sizes a caller may give a pane (a browser's view, `panewatch new --size`): smaller is unusable.
+LEAST_SIZE, MOST_SIZE = (10, 4), (500, 200)
+DEFAULT_SIZE = (120, 32)
+
+
+@dataclass(frozen=True, slots=True)
+class NewPane:
+    """A `new` request, validated: what the daemon needs to start a headless pane."""
+
+    argv: list[str]
+    name: str | None
+    cwd: str | None
+    env: dict[str, str] | None
+    cols: int
+    rows: int
+    agent: str | None
+
+
+class Board(Protocol):
+    """What the operations, the web app and the browser sessions need of the daemon: its panes, its
+    counters, and what only it can do. They take this, not the daemon (which imports them)."""
+
+    hub: Hub
+    pid: int
+    notify_cooldown: float
+    clients: int  # open board tabs
+    stats: Counter[str]
+
+    def info(self) -> Message: ...
+    async def new_pane(self, spec: NewPane) -> Card: ...
+    async def dismiss(self, pane_id: str, *, kill: bool = False) -> None: ...
+    def stop(self) -> None: ...
+
+
+# -- parameters: each validated here and nowhere else ------------------------------------------
+
+def pane(board: Board, msg: Message) -> PaneHandle:
+    ref = msg.get("pane")
+    if not isinstance(ref, str) or not ref:
+        raise bad_request("no pane given")
+    return board.hub.get(ref)
+
+
+def text(msg: Message, key: str) -> str:
+    """The string parameter `key` ("" when absent or null)."""
+    value = msg.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise bad_request(f"{key} must be a string")
+    return value
+
+
+def _size(msg: Message, required: bool) -> tuple[int, int]:
+    cols, rows = msg.get("cols"), msg.get("rows")
+    if cols is None and rows is None and not required:
+        return DEFAULT_SIZE
+    if not isinstance(cols, int) or not isinstance(rows, int) or isinstance(cols, bool) or isinstance(rows, bool):
+        raise bad_request("a size needs integer cols and rows")
+    return clamp_size(cols, rows, LEAST_SIZE, MOST_SIZE)
+
+
+def _new_pane(msg: Message) -> NewPane:
+    argv = msg.get("argv")
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+        raise bad_request("a command is required (panewatch new -- CMD ...)")
+    env = msg.get("env")
+    if env is not None and not isinstance(env, dict):
+        raise bad_request("env must be an object")
+    cols, rows = _size(msg, required=False)
+    return NewPane(list(argv), text(msg, "name") or None, text(msg, "cwd") or None,
+                   None if env is None else {str(k): str(v) for k, v in env.items()}, cols, rows,
+                   text(msg, "agent") or None)
+
+
+# -- the operations ----------------------------------------------------------------------------
+
+async def _info(board: Board, msg: Message) -> Result:
+    return board.info()
+
+
+async def _list(board: Board, msg: Message) -> Result:
+    return {"cards": board.hub.cards()}
+
+
+async def _new(board: Board, msg: Message) -> Result:
+    return {"card": await board.new_pane(_new_pane(msg))}
+
+
+async def _prompt(board: Board, msg: Message) -> Result:
+    return {"card": pane(board, msg).card}
+
+
+async def _send(board: Board, msg: Message) -> Result:
+    enter = msg.get("enter", True)
+    if not isinstance(enter, bool):
+        raise bad_request("enter must be true or false")
+    await pane(board, msg).send(text(msg, "text"), enter)
+    return None
+
+
+async def _answer(board: Board, msg: Message) -> Result:
+    option, fingerprint = msg.get("option"), msg.get("fingerprint")
+    if not isinstance(option, str | int) or isinstance(option, bool) or str(option) == "" \
+            or not isinstance(fingerprint, str) or not fingerprint:
+        raise bad_request("an answer needs an option and the fingerprint of the prompt it answers")
+    return await pane(board, msg).answer(str(option), fingerprint)
+
+
+async def _resize(board: Board, msg: Message) -> Result:
+    handle = pane(board, msg)
+    await handle.resize(*_size(msg, required=True))
+    return None
+
+
+async def _dismiss(board: Board, msg: Message) -> Result:
+    await board.dismiss(pane(board, msg).id)
+    return None
+
+
+async def _close(board: Board, msg: Message) -> Result:
+    await board.dismiss(pane(board, msg).id, kill=True)
+    return None
+
+
+async def _shutdown(board: Board, msg: Message) -> Result:
+    asyncio.get_running_loop().call_soon(board.stop)  # after this reply is on its way
+    return None
+
+
+async def _ping(board: Board, msg: Message) -> Result:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    run: Callable[[Board, Message], Awaitable[Result]]
+    web: bool = False  # the browser may call it (the socket may call every op)
+
+
+OPS: dict[str, Op] = {
+    "info": Op(_info),
+    "list": Op(_list),
+    "new": Op(_new),
+    "prompt": Op(_prompt),
+    "send": Op(_send, web=True),
+    "answer": Op(_answer, web=True),
+    "resize": Op(_resize, web=True),
+    "dismiss": Op(_dismiss, web=True),
+    "close": Op(_close),
+    "shutdown": Op(_shutdown),
+    "ping": Op(_ping),
+}
+
+
+async def call(board: Board, op: str, msg: Message, *, web: bool,
+               local: Mapping[str, LocalOp] | None = None) -> Result:
+    """Run operation `op` for the socket (`web` False) or the browser; `local`: the connection's own."""
+    handler = (local or {}).get(op)
+    if handler is not None:
+        return await handler(msg)
+    spec = OPS.get(op)
+    if spec is None or (web and not spec.web):
+        raise RemoteError("unknown_op", f"no such operation: {op!r}")
+    return await spec.run(board, msg)
