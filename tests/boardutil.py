@@ -39,15 +39,17 @@ def cli(*args: str, check: bool = False, timeout: float = 30) -> subprocess.Comp
 @dataclass
 class ServeProcess:
     proc: subprocess.Popen[str]
-    url: str  # with the token
+    url: str  # the one-time sign-in link `serve` printed: it works once
 
     @property
     def base(self) -> str:
         return self.url.split("?", 1)[0]
 
-    @property
-    def token(self) -> str:
-        return self.url.split("token=", 1)[1]
+    def login(self) -> str:
+        """A fresh one-time sign-in link, the way a user gets one (`panewatch board --no-open`)."""
+        link = cli("board", "--no-open", check=True).stdout.strip()
+        assert link.startswith(self.base + "?token=pwb_"), link
+        return link
 
     @property
     def port(self) -> int:

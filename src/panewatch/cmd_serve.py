@@ -1,4 +1,8 @@
-"""`panewatch serve` (the daemon behind the board) and `panewatch board` (print and open its URL)."""
+"""`panewatch serve` (the daemon behind the board) and `panewatch board` (sign in: open it, print a one-time link).
+
+No secret ever goes on a command line (any local user can read those): the browser is handed the
+path of a private launcher page the daemon wrote, never a URL with a token (see board/security.py).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import resource
 import signal
 import sys
 import webbrowser
+from pathlib import Path
 from typing import Any
 
 from panewatch.board import client
@@ -36,10 +41,11 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--stop", action="store_true", help="ask the running daemon to exit, and wait for it")
     serve.set_defaults(func=cmd_serve)
 
-    board = subparsers.add_parser("board", help="print (and open) the sessions board's URL, starting the "
-                                                "daemon if needed")
-    board.add_argument("--no-open", action="store_true", help="print the URL only, do not open a browser")
-    board.add_argument("--json", action="store_true", help="print {url, pid, port, panes} as JSON")
+    board = subparsers.add_parser("board", help="open the sessions board in a browser and print a one-time link "
+                                                "to it, starting the daemon if needed")
+    board.add_argument("--no-open", action="store_true", help="print the one-time link only, do not open a browser")
+    board.add_argument("--json", action="store_true",
+                       help="print {url (one-time link), base, pid, port, panes} as JSON")
     board.set_defaults(func=cmd_board)
 
 
@@ -70,7 +76,9 @@ def cmd_serve(ns: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(sig, daemon.stop)
         if not ns.quiet:
-            print(f"panewatch board: {daemon.url}", flush=True)
+            link = daemon.login()
+            print(f"panewatch board: {link['url']}\n  (a one-time link, valid {link['expires_in']:.0f} s; "
+                  "`panewatch board` opens the board or prints a new one)", flush=True)
         try:
             await daemon.wait()
         finally:
@@ -111,18 +119,26 @@ def _stop() -> int:
 
 
 def cmd_board(ns: argparse.Namespace) -> int:
+    opening = not ns.no_open and not ns.json and _has_gui()
+
+    async def ask() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
+        info = await client.call("info", autostart=True, timeout=client.START_TIMEOUT)
+        # Two links: the browser spends its own, so the printed one still works elsewhere.
+        return info, await client.call("login"), await client.call("login", launcher=True) if opening else None
+
     try:
-        info = client.ensure_daemon()
+        info, link, launcher = asyncio.run(ask())
     except RemoteError as exc:
         print(f"panewatch board: {exc}", file=sys.stderr)
         return 1
     if ns.json:
-        print(json.dumps({k: info.get(k) for k in ("url", "pid", "port", "panes")}))
+        print(json.dumps({"url": link["url"], "base": info.get("url"),
+                          **{k: info.get(k) for k in ("pid", "port", "panes")}}))
     else:
-        print(info["url"])
-    if not ns.no_open and not ns.json and _has_gui():
-        with contextlib.suppress(Exception):  # no browser after all: the printed URL is the way in
-            webbrowser.open(info["url"])
+        print(link["url"])
+    if launcher is not None:
+        with contextlib.suppress(Exception):  # no browser after all: the printed link is the way in
+            webbrowser.open(Path(launcher["file"]).as_uri())
     return 0
 
 

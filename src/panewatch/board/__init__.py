@@ -5,7 +5,7 @@
     endpoint.py   PaneEndpoint: a LivePane's card, guarded input, output for viewers
     panes.py      Hub (all cards, listeners), LocalPane (headless), RemotePane (a `run` elsewhere)
     daemon.py     Daemon: lock, unix socket, headless panes, operations
-    security.py   token, cookie, Host/Origin checks, headers
+    security.py   one-time sign-in tokens, cookie, Host/Origin checks, headers, log redaction
     web.py        aiohttp app: page, static files, websocket route, behind the checks
     wsession.py   one browser tab's websocket
     client.py     finding / starting the daemon, one-shot calls (`ensure_daemon()`)
@@ -14,5 +14,6 @@
     static/       the page (board.js, board.css, index.html) and vendor/ (xterm.js, pinned from npm)
 
 For other programs (the demo): `client.ensure_daemon()` starts the daemon if needed and returns
-{"url", ...}; `await client.call("new", argv=[...], name=..., cwd=..., agent=...)` makes a headless pane.
+{"url", ...} (no secret in it: `await client.call("login")` gives a one-time sign-in link);
+`await client.call("new", argv=[...], name=..., cwd=..., agent=...)` makes a headless pane.
 """
