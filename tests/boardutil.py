@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -67,9 +68,16 @@ class ServeProcess:
             self.proc.stdout.close()
 
 
-def start_serve(*extra: str) -> ServeProcess:
+def start_serve(*extra: str, env: dict[str, str] | None = None, nofile: int | None = None) -> ServeProcess:
+    """`panewatch serve` with `extra` arguments, `env` added to ours, its descriptors capped at `nofile`."""
+
+    def limit_files() -> None:
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))  # hard too: serve cannot raise it
+
     proc = subprocess.Popen([sys.executable, "-m", "panewatch", "serve", *extra], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+                            stderr=subprocess.DEVNULL, text=True, env={**os.environ, **(env or {})},
+                            preexec_fn=limit_files)
     assert proc.stdout is not None
     line = proc.stdout.readline().strip()
     if not line.startswith("panewatch board: "):

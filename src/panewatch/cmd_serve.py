@@ -17,10 +17,13 @@ import signal
 import sys
 import webbrowser
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from panewatch.board import client
 from panewatch.board.rpc import RemoteError
+
+if TYPE_CHECKING:
+    from panewatch.board.limits import Limits
 
 EXIT_ALREADY_RUNNING = 3  # client.py's starter treats this one as "someone else started it: wait"
 
@@ -38,6 +41,8 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--idle-exit", type=float, metavar="SECONDS",
                        help="exit after this long with no pane, no board tab and no client")
     serve.add_argument("--quiet", action="store_true", help="do not print the board's URL")
+    serve.add_argument("--log-file", type=Path, metavar="PATH",
+                       help="log here (rotated, bounded in size) instead of stderr; stderr itself goes into it")
     serve.add_argument("--stop", action="store_true", help="ask the running daemon to exit, and wait for it")
     serve.set_defaults(func=cmd_serve)
 
@@ -52,40 +57,50 @@ def register(subparsers: Any) -> None:
 def cmd_serve(ns: argparse.Namespace) -> int:
     if ns.stop:
         return _stop()
-    from panewatch.board.daemon import AlreadyRunning, Daemon
+    from panewatch.board import logs
+    from panewatch.board.limits import Limits
 
     _more_files()
-    logging.basicConfig(level=logging.WARNING if ns.quiet else logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s panewatch serve: %(message)s")
     try:
-        daemon = Daemon(host=ns.host, port=ns.port, idle_exit=ns.idle_exit)
+        limits = Limits.from_env()
     except ValueError as exc:
         print(f"panewatch serve: {exc}", file=sys.stderr)
         return 2
+    logs.setup(path=ns.log_file, level=logging.WARNING if ns.quiet else logging.INFO, limits=limits)
+    try:
+        return asyncio.run(_serve(ns, limits))
+    finally:
+        sys.stderr.flush()  # a last partial line into the log while it is still open
 
-    async def main() -> int:
-        try:
-            await daemon.start()
-        except AlreadyRunning as exc:
-            print(f"panewatch serve: {exc} (`panewatch board` prints its URL)", file=sys.stderr)
-            return EXIT_ALREADY_RUNNING
-        except OSError as exc:
-            print(f"panewatch serve: cannot listen on {ns.host}:{ns.port}: {exc.strerror or exc}", file=sys.stderr)
-            return 1
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            loop.add_signal_handler(sig, daemon.stop)
-        if not ns.quiet:
-            link = daemon.login()
-            print(f"panewatch board: {link['url']}\n  (a one-time link, valid {link['expires_in']:.0f} s; "
-                  "`panewatch board` opens the board or prints a new one)", flush=True)
-        try:
-            await daemon.wait()
-        finally:
-            await daemon.close()
-        return 0
 
-    return asyncio.run(main())
+async def _serve(ns: argparse.Namespace, limits: Limits) -> int:
+    from panewatch.board.daemon import AlreadyRunning, Daemon
+
+    try:
+        daemon = Daemon(host=ns.host, port=ns.port, idle_exit=ns.idle_exit, limits=limits)
+    except ValueError as exc:
+        print(f"panewatch serve: {exc}", file=sys.stderr)
+        return 2
+    try:
+        await daemon.start()
+    except AlreadyRunning as exc:
+        print(f"panewatch serve: {exc} (`panewatch board` prints its URL)", file=sys.stderr)
+        return EXIT_ALREADY_RUNNING
+    except OSError as exc:
+        print(f"panewatch serve: cannot listen on {ns.host}:{ns.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, daemon.stop)
+    if not ns.quiet:
+        link = daemon.login()
+        print(f"panewatch board: {link['url']}\n  (a one-time link, valid {link['expires_in']:.0f} s; "
+              "`panewatch board` opens the board or prints a new one)", flush=True)
+    try:
+        await daemon.wait()
+    finally:
+        await daemon.close()
+    return 0
 
 
 def _more_files() -> None:

@@ -7,6 +7,8 @@
     daemon.py     Daemon: lock, unix socket, headless panes, operations
     security.py   one-time sign-in tokens, cookie, Host/Origin checks, headers, log redaction
     web.py        aiohttp app: page, static files, websocket route, behind the checks
+    limits.py     what the web side may cost: connection caps (total, per address, tabs), idle/slow-header timeout
+    logs.py       the daemon's log: rate-limited, redacted, rotated; stderr goes into it
     wsession.py   one browser tab's websocket
     client.py     finding / starting the daemon, one-shot calls (`ensure_daemon()`)
     link.py       BoardLink: how a `panewatch run` pane registers (and re-registers)

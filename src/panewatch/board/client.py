@@ -60,11 +60,15 @@ async def open_connection() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 
 def spawn_daemon(idle_exit: float | None = AUTOSTART_IDLE_EXIT) -> subprocess.Popen[bytes]:
-    """Start `panewatch serve` detached from our terminal and session; its stderr goes to board.log."""
-    argv = [sys.executable, "-m", "panewatch", "serve", "--quiet"]
+    """Start `panewatch serve` detached from our terminal and session, logging to board.log (bounded, rotated).
+
+    Its stderr goes to board.log too, for what an interpreter that fails to start prints; once up,
+    the daemon lets go of that descriptor (logs.py), so only the rotating handler ever writes there.
+    """
+    log_path = runtime_file("board.log")
+    argv = [sys.executable, "-m", "panewatch", "serve", "--quiet", "--log-file", str(log_path)]
     if idle_exit is not None:
         argv += ["--idle-exit", str(idle_exit)]
-    log_path = runtime_file("board.log")
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fd,

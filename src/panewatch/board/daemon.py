@@ -45,6 +45,7 @@ from aiohttp import web
 import panewatch
 from panewatch import paths
 from panewatch.board.client import runtime_file, socket_path
+from panewatch.board.limits import ConnectionGate, Limits
 from panewatch.board.model import Card, bad_request
 from panewatch.board.panes import Hub, LocalPane, RemotePane
 from panewatch.board.rpc import MAX_LINE, Peer, RemoteError
@@ -57,6 +58,8 @@ from panewatch.settings import load_settings
 log = logging.getLogger("panewatch.board")
 
 IDLE_CHECK = 5.0
+LISTEN_BACKLOG = 128
+MAX_HEADERS = 48  # browsers send ~20; with aiohttp's 8 KB per field, a connection's headers stay under 400 KB
 _PANE_ENV = ("PANEWATCH_PANE_ID", "PANEWATCH_TOKEN", "PANEWATCH_SOCKET")  # a nested pane reports to its own runtime
 
 
@@ -75,11 +78,12 @@ class _Conn:
 
 class Daemon:
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, idle_exit: float | None = None,
-                 login_ttl: float = LOGIN_TTL) -> None:
+                 login_ttl: float = LOGIN_TTL, limits: Limits | None = None) -> None:
         if not is_loopback(host):
             raise ValueError(f"refusing to serve the board on {host!r}: it types into shells, so it listens on "
                              "loopback only (reach it from elsewhere through an SSH tunnel)")
         self.host, self.port, self.idle_exit, self.login_ttl = host, port, idle_exit, login_ttl
+        self.gate = ConnectionGate((limits or Limits()).fit())  # held well below our descriptor limit
         self.pid = os.getpid()
         self.hub = Hub()
         self.stats: Counter[str] = Counter()
@@ -94,6 +98,7 @@ class Daemon:
         self._lock_fd: int | None = None
         self._server: asyncio.AbstractServer | None = None
         self._runner: web.AppRunner | None = None
+        self._web: asyncio.AbstractServer | None = None
         self._stop: asyncio.Event | None = None
         self._reports: Any = None  # hooks.ReportServer, made when the first claude pane starts
         self._idle_task: asyncio.Task[None] | None = None
@@ -134,16 +139,21 @@ class Daemon:
         sock = socket.socket(family, socket.SOCK_STREAM)
         try:
             sock.bind((self.host, self.port))
-            sock.listen(128)
+            sock.listen(LISTEN_BACKLOG)
             sock.setblocking(False)
         except BaseException:
             sock.close()
             raise
         self.port = sock.getsockname()[1]
         self.access = Access(self.host, self.port, login_ttl=self.login_ttl)
-        self._runner = web.AppRunner(make_app(self, self.access), access_log=None, handle_signals=False)
+        limits = self.gate.limits
+        self._runner = web.AppRunner(make_app(self, self.access), access_log=None, handle_signals=False,
+                                     keepalive_timeout=limits.idle_timeout, max_headers=MAX_HEADERS)
         await self._runner.setup()
-        await web.SockSite(self._runner, sock).start()
+        assert self._runner.server is not None
+        # Our own listener rather than a web.SockSite: every connection passes the gate (limits.py) first.
+        self._web = await asyncio.get_running_loop().create_server(self.gate.factory(self._runner.server),
+                                                                   sock=sock, backlog=LISTEN_BACKLOG)
 
     async def _start_socket(self) -> None:
         path = socket_path()
@@ -199,6 +209,9 @@ class Daemon:
         for conn in list(self.connections):
             await conn.peer.close()
         await self.hub.close()
+        if self._web is not None:
+            self._web.close()  # no new connections; the runner's cleanup closes the open ones
+            self._web = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -49,7 +49,8 @@ def make_app(daemon: Daemon, access: Access) -> web.Application:
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
-            response = await _check(request, handler)
+            with daemon.gate.handling(request.transport):  # not idle while this runs (limits.py)
+                response = await _check(request, handler)
         except web.HTTPException as exc:  # 404s and the like: the same headers
             for name, value in SECURITY_HEADERS.items():
                 exc.headers.setdefault(name, value)
@@ -98,6 +99,9 @@ def make_app(daemon: Daemon, access: Access) -> web.Application:
     async def websocket(request: web.Request) -> web.StreamResponse:
         from panewatch.board.wsession import BoardSession
 
+        if daemon.clients >= daemon.gate.limits.websockets:
+            daemon.stats["refused_websocket"] += 1
+            return _denied(503, "too many board tabs", "Close another tab of this board and reload.")
         return await BoardSession(daemon, request).run()
 
     app = web.Application(middlewares=[guard], client_max_size=64 * 1024)
