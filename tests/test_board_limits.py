@@ -27,7 +27,7 @@ from aiohttp.http_exceptions import BadStatusLine
 
 from boardutil import cli, start_serve, wait_for
 from panewatch.board.daemon import Daemon
-from panewatch.board.limits import ENV, Limits
+from panewatch.board.limits import ENV, ConnectionGate, Limits
 from panewatch.board.logs import MAX_RECORD, BoundedHandler, PrivateRotatingFile
 
 POLL = 20.0  # generous: a shared machine under the full suite
@@ -302,6 +302,43 @@ def test_connection_caps_per_source_and_in_total_and_for_tabs() -> None:
     run(body)
 
 
+def test_the_gate_closes_what_has_no_request_in_progress_whatever_server_is_behind_it() -> None:
+    """The gate's own timer, apart from aiohttp's keepalive_timeout (which before 3.14 spares silent connections)."""
+
+    async def body() -> None:
+        loop = asyncio.get_running_loop()
+        gate = ConnectionGate(Limits(idle_timeout=0.2))
+        transports: list[asyncio.BaseTransport] = []
+
+        class Silent(asyncio.Protocol):  # a server that never closes anything itself
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                transports.append(transport)
+
+        server = await loop.create_server(gate.factory(Silent), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+
+        async def gone(reader: asyncio.StreamReader) -> None:
+            with contextlib.suppress(ConnectionError):
+                assert await asyncio.wait_for(reader.read(), POLL) == b""
+
+        try:
+            busy_reader, busy_writer = await asyncio.open_connection("127.0.0.1", port)
+            while not transports:
+                await asyncio.sleep(0.01)
+            with gate.handling(transports[0]):  # armed first, so it would expire first if this did nothing
+                idle_reader, idle_writer = await asyncio.open_connection("127.0.0.1", port)
+                await gone(idle_reader)
+                assert not transports[0].is_closing()
+            await gone(busy_reader)  # idle from now on
+            assert gate.stats["timed_out"] == 2 and gate.open == 0
+            busy_writer.close()
+            idle_writer.close()
+        finally:
+            server.close()
+
+    run(body)
+
+
 def test_limits_from_env_and_fitted_to_the_descriptor_limit() -> None:
     assert Limits.from_env({}) == Limits()
     limits = Limits.from_env({ENV: "connections=10, idle_timeout=0.25,log_bytes=5000"})
@@ -353,6 +390,9 @@ def test_log_rate_limit_summary_and_redaction() -> None:
         assert target.lines[6].endswith("GET /?token=<redacted> HTTP/1.1 from 127.0.0.1")
         assert target.lines[7].endswith("BadStatusLine: 400 (a malformed request; its bytes are not logged)")
         assert len(target.lines[8]) < MAX_RECORD + 100
+        for text in ("first problem", "second problem"):  # a bare "%s" is not one message
+            logger.warning("%s", text)
+        assert target.lines[-2:] == [f"{name} first problem", f"{name} second problem"]
         for _ in range(5):
             logger.error("late flood")
         handler.close()  # what was suppressed still gets its line at the end

@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -39,6 +40,7 @@ FORMAT = "%(asctime)s panewatch serve: %(message)s"
 MAX_RECORD = 8192  # characters of one record, its traceback included
 MAX_KEYS = 256  # distinct messages tracked at once; beyond, they share one allowance
 _OTHER = ("", logging.WARNING, "(other messages)")
+_PLACEHOLDER = re.compile(r"%(?:\([^)]*\))?[-#0 +]*[\d*]*(?:\.[\d*]+)?[a-zA-Z%]")
 
 _ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None] | tuple[None, None, None]
 
@@ -85,7 +87,7 @@ class BoundedHandler(logging.Handler):
             now = self._clock()
             if now >= self._next_sweep:
                 self._sweep(now)
-            key = (record.name, record.levelno, str(record.msg)[:200])
+            key = (record.name, record.levelno, _template(record))
             window = self._windows.get(key)
             if window is None:
                 if len(self._windows) >= MAX_KEYS:
@@ -133,6 +135,14 @@ class BoundedHandler(logging.Handler):
         finally:
             self.release()
         super().close()
+
+
+def _template(record: logging.LogRecord) -> str:
+    """What makes two records "the same message": their template, or their text if the template says nothing."""
+    template = str(record.msg)
+    if not _PLACEHOLDER.sub("", template).strip():  # "%s": a different message each time
+        template = record.getMessage()
+    return template[:200]
 
 
 class PrivateRotatingFile(RotatingFileHandler):
