@@ -6,8 +6,9 @@
   The daemon mints ONE-TIME login tokens on request over its unix socket (0600, same-uid peers
   only). A token works once, for `LOGIN_TTL` seconds; `/?token=…` swaps it for an HttpOnly,
   SameSite=Strict cookie and redirects to a clean URL, so it leaves the address bar and history.
-  `panewatch board` opens a private launcher file (0600, in the 0700 runtime dir, unpredictable
-  name) that forwards into the board, as Jupyter does, so the browser's argv carries only a path.
+  `panewatch board` has the daemon write a private launcher page (0600, in the 0700 runtime dir,
+  unpredictable name, removed when its token expires) that forwards into the board, as Jupyter
+  does, and opens that: the browser's argv carries only a file path.
 * The cookie is random per daemon and lives only in its memory and the browser: a daemon restart
   signs every tab out (run `panewatch board` again).
 * Host must name this server (127.0.0.1 / localhost / [::1] with our port): a DNS-rebinding page
