@@ -2,7 +2,10 @@
 websocket (wsession.py), each parameter validated once, here.
 
     op        params                                       result                                 web
-    info      —                                            {url, pid, port, panes, version}
+    info      —                                            {url, pid, port, panes, version}; url has no secret
+    login     {launcher?}                                  {url, expires_in, file?}: a one-time sign-in link
+                                                           (security.py); launcher: also a private page
+                                                           forwarding to it, for a browser
     list      —                                            {cards}
     new       {argv, name?, cwd?, env?, cols?, rows?, agent?}  {card}
     prompt    {pane}                                       {card} (its prompt, if blocked)
@@ -28,6 +31,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from panewatch.board.limits import ConnectionGate
 from panewatch.board.model import Card, bad_request
 from panewatch.board.panes import Hub, PaneHandle
 from panewatch.board.rpc import RemoteError
@@ -64,8 +68,10 @@ class Board(Protocol):
     notify_cooldown: float
     clients: int  # open board tabs
     stats: Counter[str]
+    gate: ConnectionGate  # the web side's connection caps (limits.py)
 
     def info(self) -> Message: ...
+    def login(self, *, launcher: bool = False) -> Message: ...
     async def new_pane(self, spec: NewPane) -> Card: ...
     async def dismiss(self, pane_id: str, *, kill: bool = False) -> None: ...
     def stop(self) -> None: ...
@@ -116,6 +122,13 @@ def _new_pane(msg: Message) -> NewPane:
 
 async def _info(board: Board, msg: Message) -> Result:
     return board.info()
+
+
+async def _login(board: Board, msg: Message) -> Result:
+    launcher = msg.get("launcher", False)
+    if not isinstance(launcher, bool):
+        raise bad_request("launcher must be true or false")
+    return board.login(launcher=launcher)
 
 
 async def _list(board: Board, msg: Message) -> Result:
@@ -179,6 +192,7 @@ class Op:
 
 OPS: dict[str, Op] = {
     "info": Op(_info),
+    "login": Op(_login),
     "list": Op(_list),
     "new": Op(_new),
     "prompt": Op(_prompt),

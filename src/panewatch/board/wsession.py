@@ -55,10 +55,14 @@ class BoardSession:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def run(self) -> web.WebSocketResponse:
-        await self.ws.prepare(self.request)
+        self.board.clients += 1  # counted from the handshake on: the cap (web.py) holds under a burst of them
+        try:
+            await self.ws.prepare(self.request)
+        except BaseException:
+            self.board.clients -= 1
+            raise
         hub = self.board.hub
         hub.listeners.add(self._on_card)
-        self.board.clients += 1
         writer = asyncio.get_running_loop().create_task(self._writer())
         try:
             await self.ws.send_json({"op": "hello", "cooldown": self.board.notify_cooldown, "pid": self.board.pid})

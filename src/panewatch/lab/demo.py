@@ -169,7 +169,7 @@ class Demo:
 
     def _board_line(self) -> str:
         url = self.board_url()
-        return f"{url}  (open it: panewatch board)" if url else "(not linked)"
+        return f"{url}  (run `panewatch board` to open it: it signs the browser in)" if url else "(not linked)"
 
     def board_url(self) -> str:
         if not any(dp.link is not None and dp.link.connected for dp in self.panes):
