@@ -157,27 +157,28 @@ def _judge(regions: _Regions, manifest: Manifest, quarantine: Quarantine | None,
            trace: list[RuleTrace] | None) -> Verdict:
     """First matching rule wins; no match means idle. Quarantined rules are skipped and named."""
     errors: list[str] = []
-    clock = quarantine.clock if quarantine is not None else None
+    agent = manifest.id
+    # Hoisted: this loop is the hot path of every classification.
+    clock, budget, skip = (None, 0.0, {}) if quarantine is None else (quarantine.clock, quarantine.budget,
+                                                                    quarantine.rules)
     started = clock() if clock is not None else 0.0
     for rule in manifest.rules:
-        if quarantine is not None and quarantine.rules:
-            skipped = quarantine.rules.get((manifest.id, rule.id))
-            if skipped is not None:
-                errors.append(skipped)
-                if trace is not None:
-                    trace.append(RuleTrace(rule, False, skipped, skipped=True))
-                continue
+        if skip and (skipped := skip.get((agent, rule.id))) is not None:
+            errors.append(skipped)
+            if trace is not None:
+                trace.append(RuleTrace(rule, False, skipped, skipped=True))
+            continue
         span, first_row, why = _match_rule(rule, regions)
-        if clock is not None and quarantine is not None:
+        if clock is not None:
             now = clock()
-            if now - started > quarantine.budget:  # this result stands (RE2 finished); the next checks skip it
-                errors.append(quarantine.add(manifest.id, rule, now - started))
+            if now - started > budget and quarantine is not None:  # this result stands (RE2 finished)
+                errors.append(quarantine.add(agent, rule, now - started))
             started = now
         if trace is not None:
             trace.append(RuleTrace(rule, span is not None, why))
         if span is not None:
-            return _verdict(rule, span, first_row, regions.get(rule.region)[1], manifest.id, "; ".join(errors))
-    return Verdict("idle", None, agent=manifest.id, error="; ".join(errors))
+            return _verdict(rule, span, first_row, regions.get(rule.region)[1], agent, "; ".join(errors))
+    return Verdict("idle", None, agent=agent, error="; ".join(errors))
 
 
 def classify(snapshot: Snapshot, manifest: Manifest, quarantine: Quarantine | None = None) -> Verdict:

@@ -4,22 +4,27 @@ Why (issue 10, defect 3). `re` backtracks: a user rule `^(a+)+$` takes 2^n steps
 ending in `!`, and the daemon froze (SIGTERM too: its handler runs on the frozen loop). Measured
 with `scripts/bench-patterns` on this shared 2-core machine (compare within a row):
 
-    one search of `a` x n + `!`          re               regex, timeout=1 s      RE2 (this module)
-    ^(a+)+$                              1.2 s at n=24    0.33 s at n=5000        8 µs at n=5000
-    (a|a)*$                              3.9 s at n=24    timed out, 1.5 s        8 µs
-    (\w+\s?)+$                           5.2 s at n=24    timed out, 2.5 s        8 µs
-    the 14 Claude searches, idle screen  6.2 µs           6.2 µs; 31.9 µs timed   10.8 µs
+    one search of `a` x n + `!`   re                regex, timeout=1 s          RE2 (this module)
+    ^(a+)+$                       0.9 s at n=24     0.19 s at n=5000            8 µs at n=5000
+    (a|a)*$                       3.7 s at n=24     timed out (1.0 s)           8 µs
+    (\w+\s?)+$                    4.2 s at n=24     timed out (1.6 s wall)      8 µs
+    the Claude manifest's 14 searches on a real screen, µs (blocked / idle, every rule tried):
+                                  8.1 / 12.4        6.4 / 3.6; with timeout=    11.4 / 10.1
+                                                    32.8 / 28.2                 (re2 wrapper: 35.7 / 22.1)
 
 The options weighed:
 * `re` + a static check at load time: no check catches every blow-up (`(.*a){12}$` nests no star),
   and a match cannot be bounded at run time (a signal can break into sre, but only on the main
   thread, and pytest-timeout and users own SIGALRM).
 * the `regex` module with `timeout=`: bounded, but it reads the process CPU clock twice per search
-  (two syscalls, +2.2 µs a search here, 5x the cost of the 14 Claude searches), overshoots its
-  timeout by half, and does not mean what `re` means: its `\w` takes combining marks
-  (`Flambe\u0301ing`), its `\s` drops U+001C-U+001F, `(?i)i` misses U+0131; its `\b` follows.
+  (two syscalls: +1.8 µs a search here, 4x the cost of the Claude rules), its timeout is CPU time
+  (1 s took 1.6 s of wall time on a busy machine), and it does not mean what `re` means: its `\w`
+  takes combining marks (`Flambe\u0301ing`), its `\s` drops U+001C-U+001F, `(?i)i` misses U+0131;
+  its `\b` follows. The corpus shows none of these, a screen can.
 * RE2 (google-re2): linear by construction; no backtracking pattern costs more than a plain one.
-  Its `\w \s \d \b` are ASCII and it has no lookaround or backreferences, so the translation below.
+  Its `\w \s \d \b` are ASCII and it has no lookaround or backreferences, so the translation below;
+  its Python wrapper re-encodes the text on every call (3x the cost), so we call the binding on the
+  region's bytes, encoded once per classification.
 
 How. The pattern is parsed by `re`'s own parser (the syntax and its error messages stay `re`'s),
 and the tree is written out as RE2 syntax with `re`'s meaning spelled out: `\w` = `[\pL\pN_]`,
@@ -33,10 +38,11 @@ backreferences, conditionals, atomic groups, possessive repeats, `\b`/`\B` (RE2'
 `proceed\b` before `é`), repeats above 1000, programs above MAX_PROGRAM instructions.
 
 Bounds. Linear is not free: a pattern built to defeat RE2's DFA falls back to its NFA, whose cost
-is text x program: `(?:.{1,100}){10}c` (9,000 instructions) takes ~0.1 s on a 200x50 screen and
-~14 s on the largest one Screen allows (1000x500). So the text is capped (classify.MAX_REGION_CHARS)
-and a rule whose searches cost a pane more than classify.RULE_BUDGET is quarantined on that pane:
-it is paid once, and the pane's verdicts name it (classify.Quarantine).
+is text x program: `(?:.{1,100}){10}c` (9,000 instructions) took 5-20 ms on a 120x32 to 200x50
+screen of random a/b, and 9-21 s on the largest screen Screen allows (1000x500). So region text is
+capped (classify.MAX_REGION_CHARS), programs are capped (MAX_PROGRAM), and a rule whose searches
+cost one pane more than classify.RULE_BUDGET is quarantined on that pane: that price is paid once
+per pane and manifest version, and the pane's verdicts name the rule (classify.Quarantine).
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ from re2 import _re2  # the binding itself: the `re2` wrapper re-encodes the tex
 _parser: Any = importlib.import_module("re._parser")  # re's own parser: no stub, stable since 3.11
 _sre: Any = importlib.import_module("_sre")  # the case mapping `re` uses
 
-MAX_PROGRAM = 20_000  # RE2 instructions; the largest bundled pattern needs ~1,400 (a \w class)
+MAX_PROGRAM = 20_000  # RE2 instructions; the largest shipped pattern needs 2,740 (two \w classes)
 MAX_REPEAT = 1000  # RE2's own limit on {m,n}
 
 _IGNORECASE, _MULTILINE, _DOTALL, _ASCII = re.IGNORECASE, re.MULTILINE, re.DOTALL, re.ASCII
