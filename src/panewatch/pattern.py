@@ -40,7 +40,8 @@ backreferences, conditionals, atomic groups, possessive repeats, `\b`/`\B` (RE2'
 Bounds. Linear is not free: a pattern built to defeat RE2's DFA falls back to its NFA, whose cost
 is text x program: `(?:.{1,100}){10}c` (9,000 instructions) took 5-20 ms on a 120x32 to 200x50
 screen of random a/b, and 9-21 s on the largest screen Screen allows (1000x500). So region text is
-capped (classify.MAX_REGION_CHARS), programs are capped (MAX_PROGRAM), and a rule whose searches
+capped (classify.MAX_REGION_CHARS), programs and their DFA memory are capped (MAX_PROGRAM,
+MAX_MEMORY per pattern, shared by all panes), and a rule whose searches
 cost one pane more than classify.RULE_BUDGET is quarantined on that pane: that price is paid once
 per pane and manifest version, and the pane's verdicts name the rule (classify.Quarantine).
 """
@@ -59,6 +60,10 @@ _sre: Any = importlib.import_module("_sre")  # the case mapping `re` uses
 
 MAX_PROGRAM = 20_000  # RE2 instructions; the largest shipped pattern needs 2,740 (two \w classes)
 MAX_REPEAT = 1000  # RE2's own limit on {m,n}
+# Per pattern: its program plus the DFA states its searches build, shared by every pane. RE2's
+# default, kept on purpose: at 2 MiB a DFA-hostile pattern fell back to the NFA at once (239 ms
+# instead of 12 ms on a 200x50 screen). Past the budget the DFA starts over, then RE2 uses its NFA.
+MAX_MEMORY = 8 << 20
 
 _IGNORECASE, _MULTILINE, _DOTALL, _ASCII = re.IGNORECASE, re.MULTILINE, re.DOTALL, re.ASCII
 _TYPE_FLAGS = re.ASCII | re.LOCALE | re.UNICODE
@@ -98,6 +103,7 @@ class Pattern:
         options = _re2.RE2.Options()
         options.log_errors = False  # RE2 would print parse errors on stderr; we raise them instead
         options.never_capture = True  # only the whole match is used: cheaper to run
+        options.max_mem = MAX_MEMORY
         regexp = _re2.RE2(self.re2.encode("utf-8"), options)
         if not regexp.ok():
             raise PatternError(f"is not supported: RE2 cannot compile it ({regexp.error().decode('utf-8', 'replace')})")
