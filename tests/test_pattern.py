@@ -126,7 +126,7 @@ def test_anchors_and_empty_matches() -> None:
     (r"\bword", r"\b or \B"), (r"a\B", r"\b or \B"), (r"a{1001}", "above 1000"),
     (r"(?-m:a$)", "multiline switched off"),
     (r"[^\Wx]", r"\W inside a negated class"), (r"\ud800", "surrogate"), (r"(unclosed", "does not compile"),
-    (r"(?:[\w\s]{1,200}x){4}", "RE2 cannot compile it"),
+    (r"(?:[\w\s]{1,200}x){4}", "RE2 cannot compile it"), ("(" * 500 + "a" + ")" * 500, "nested too deeply"),
 ])
 def test_what_re2_cannot_run_is_refused_with_the_reason(pattern: str, reason: str) -> None:
     with pytest.raises(PatternError, match=re.escape(reason)):

@@ -94,12 +94,13 @@ class Pattern:
         self.pattern = pattern
         try:
             parsed = _parser.parse(pattern, flags)  # what re.compile does first: the same syntax and errors
+            self.re2 = _emit(parsed, parsed.state.flags | flags)
         except re.error as exc:
             raise PatternError(f"does not compile: {exc}") from exc
-        try:
-            self.re2 = _emit(parsed, parsed.state.flags | flags)
         except PatternError as exc:
             raise PatternError(f"is not supported: {exc}") from None
+        except RecursionError:  # re's parser (and re.compile) recurse once per nested group
+            raise PatternError("is nested too deeply") from None
         options = _re2.RE2.Options()
         options.log_errors = False  # RE2 would print parse errors on stderr; we raise them instead
         options.never_capture = True  # only the whole match is used: cheaper to run
