@@ -81,6 +81,17 @@ def test_trap_quotes_prompt_text_without_tools(kind: str) -> None:
         assert phrase in flat or phrase in reply.text, (kind, phrase)
 
 
+@pytest.mark.parametrize(("dialect", "own"), [
+    ("opencode", "△ Permission required"), ("copilot", "Do you want to run this command?"),
+    ("qwen", "Allow execution of: 'rm'?"), ("aider", "Run shell command? (Y)es/(N)o/(D)on't ask again [Yes]:")])
+def test_each_dialect_has_a_trap_quoting_its_own_dialog(dialect: str, own: str) -> None:
+    kind = {"opencode": "anthropic", "copilot": "anthropic", "qwen": "chat", "aider": "chat"}[dialect]
+    reply = next_reply(kind, parse_control("SCN=trap"), 0, None, dialect)
+    assert reply.stop_reason == "end_turn" and not reply.tools and own in reply.text
+    if dialect == "aider":  # a fenced shell block or an edit block would be acted on, not just shown
+        assert "```" not in reply.text and "<<<<<<<" not in reply.text
+
+
 def test_unknown_scenario_answers_with_text() -> None:
     reply = next_reply("openai", parse_control("SCN=nope"), 0)
     assert reply.stop_reason == "end_turn" and "Unknown scenario 'nope'" in reply.text

@@ -138,6 +138,51 @@ _TRAPS: dict[Dialect, str] = {
         "\"Would you like to run the following command?\".\n\n"
         "Apply this change? Would you like me to add a regression test?\n\n1. Allow once\n2. No"
     ),
+    "opencode": (
+        "This is the permission prompt from the bug report:\n\n"
+        "```\n"
+        "△ Permission required\n"
+        "  # Shell command\n\n"
+        "$ rm -rf build/\n\n"
+        " Allow once   Allow always   Reject        ctrl+f fullscreen  ⇆ select  enter confirm\n"
+        "```\n\n"
+        "Other agents ask \"Do you want to run this command?\" or \"Allow execution of: 'rm'?\".\n\n"
+        "Would you like me to add a regression test?\n\n1. Allow once\n2. Reject"
+    ),
+    "copilot": (
+        "This is the confirmation from the bug report:\n\n"
+        "```\n"
+        "Do you want to run this command?\n\n"
+        "❯ 1. Yes\n"
+        "  2. Yes, and don't ask again for `rm` in this directory\n"
+        "  3. No, and tell Copilot what to do differently (Esc to stop)\n\n"
+        "↑/↓ to navigate · enter to select · esc to cancel\n"
+        "```\n\n"
+        "Other agents show \"△ Permission required\" or \"Allow execution of: 'rm'?\".\n\n"
+        "Do you want me to add a regression test?\n\n1. Yes\n2. No"
+    ),
+    "qwen": (
+        "This is the confirmation from the bug report:\n\n"
+        "```\n"
+        "? Shell rm -rf build/ (Remove the build directory) ←\n"
+        "  Allow execution of: 'rm'?\n"
+        "  › 1. Yes, allow once\n"
+        "    2. Always allow run 'rm *' commands in this project\n"
+        "    4. No, suggest changes (esc)\n"
+        "⠏ Waiting for user confirmation...\n"
+        "```\n\n"
+        "Other agents ask \"Do you want to run this command?\" or show \"△ Permission required\".\n\n"
+        "Apply this change? Would you like me to add a regression test?\n\n1. Yes, allow once\n2. No"
+    ),
+    # No code fence: Aider offers to run every ```bash block and applies SEARCH/REPLACE blocks.
+    "aider": (
+        "This is the question from the bug report:\n\n"
+        "> rm -rf build/\n"
+        "> Run shell command? (Y)es/(N)o/(D)on't ask again [Yes]:\n\n"
+        "and for files: \"Add file to the chat? (Y)es/(N)o/(D)on't ask again [Yes]:\".\n\n"
+        "Other agents ask \"Do you want to run this command?\" or \"Allow execution of: 'rm'?\".\n\n"
+        "Should I add a regression test? (Y)es/(N)o [Yes]:"
+    ),
 }
 
 
