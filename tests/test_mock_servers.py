@@ -434,6 +434,33 @@ def test_homes_have_the_documented_config(tmp_path: Path) -> None:
     assert gemini.env["GOOGLE_GEMINI_BASE_URL"] == url and "ANTHROPIC_API_KEY" not in gemini.env
 
 
+def test_homes_of_the_new_agents(tmp_path: Path) -> None:
+    url = "http://127.0.0.1:9"
+    opencode = prepare("opencode", tmp_path / "o", url, bin_dir="/x")
+    config = json.loads(opencode.env["OPENCODE_CONFIG_CONTENT"])
+    assert config["provider"]["anthropic"]["options"]["baseURL"] == url + "/v1"
+    assert config["permission"] == {"bash": "ask", "edit": "ask"} and opencode.mock_kind == "anthropic"
+    assert opencode.env["OPENCODE_DISABLE_MODELS_FETCH"] == "1" and opencode.argv == ["/x/opencode"]
+
+    copilot = prepare("copilot", tmp_path / "c", url)
+    state = json.loads((Path(copilot.home) / ".copilot" / "config.json").read_text())
+    assert state["trustedFolders"] == [copilot.cwd]
+    assert (copilot.env["COPILOT_PROVIDER_BASE_URL"], copilot.env["COPILOT_PROVIDER_TYPE"]) == (url, "anthropic")
+    assert not copilot.env["COPILOT_CACHE_HOME"].startswith(copilot.home)  # shared, not per home
+
+    qwen = prepare("qwen", tmp_path / "q", url)
+    settings = json.loads((Path(qwen.home) / ".qwen" / "settings.json").read_text())
+    assert settings["tools"]["approvalMode"] == "default" and settings["security"]["auth"]["selectedType"] == "openai"
+    assert qwen.env["OPENAI_BASE_URL"] == url + "/v1" and qwen.mock_kind == "chat"
+
+    aider = prepare("aider", tmp_path / "a", url, bin_dir="/venv/bin")
+    assert aider.argv == ["/venv/bin/aider", "--model", "openai/gpt-4o"] and aider.mock_kind == "chat"
+    assert (Path(aider.cwd) / ".git").is_dir()  # else aider asks to create a repo
+    cache = Path(aider.home) / ".aider" / "caches" / "model_prices_and_context_window.json"
+    assert json.loads(cache.read_text())  # non-empty: an empty one is fetched again
+    assert aider.env["OPENAI_API_BASE"] == url + "/v1" and aider.env["AIDER_CHECK_UPDATE"] == "false"
+
+
 def test_unknown_paths_are_harmless() -> None:
     with MockServer("openai") as m:
         with urllib.request.urlopen(m.url + "/v1/models", timeout=5) as resp:
