@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -39,15 +40,17 @@ def cli(*args: str, check: bool = False, timeout: float = 30) -> subprocess.Comp
 @dataclass
 class ServeProcess:
     proc: subprocess.Popen[str]
-    url: str  # with the token
+    url: str  # the one-time sign-in link `serve` printed: it works once
 
     @property
     def base(self) -> str:
         return self.url.split("?", 1)[0]
 
-    @property
-    def token(self) -> str:
-        return self.url.split("token=", 1)[1]
+    def login(self) -> str:
+        """A fresh one-time sign-in link, the way a user gets one (`panewatch board --no-open`)."""
+        link = cli("board", "--no-open", check=True).stdout.strip()
+        assert link.startswith(self.base + "?token=pwb_"), link
+        return link
 
     @property
     def port(self) -> int:
@@ -65,9 +68,16 @@ class ServeProcess:
             self.proc.stdout.close()
 
 
-def start_serve(*extra: str) -> ServeProcess:
+def start_serve(*extra: str, env: dict[str, str] | None = None, nofile: int | None = None) -> ServeProcess:
+    """`panewatch serve` with `extra` arguments, `env` added to ours, its descriptors capped at `nofile`."""
+
+    def limit_files() -> None:
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))  # hard too: serve cannot raise it
+
     proc = subprocess.Popen([sys.executable, "-m", "panewatch", "serve", *extra], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+                            stderr=subprocess.DEVNULL, text=True, env={**os.environ, **(env or {})},
+                            preexec_fn=limit_files)
     assert proc.stdout is not None
     line = proc.stdout.readline().strip()
     if not line.startswith("panewatch board: "):

@@ -11,6 +11,9 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,7 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
         "--host-resolver-rules=MAP evil.test 127.0.0.1"]  # a DNS-rebinding name for our loopback
 MS = 15_000
+REPLY_DELAY_MS = 250
 
 if not os.path.exists(CHROMIUM):
     if os.environ.get("CI"):
@@ -53,10 +57,25 @@ def page(browser: Any, serve: ServeProcess) -> Iterator[Any]:
         window.Notification = class { constructor(title, opts) { window.__notes.push({title, body: opts.body}); }
           static get permission() { return "granted"; } static requestPermission() { return "granted"; } };
     """)
+    # Every reply to a request reaches the page REPLY_DELAY_MS late, after the card pushes sent behind it:
+    # a loaded machine does that at random, and a test that reads what a reply shows as soon as a card
+    # changed would fail once in a while; here it fails every time (the delay is far longer than the
+    # test's own steps between the two, so it does not depend on their speed).
+    context.add_init_script(f"""
+        const Real = window.WebSocket;
+        window.WebSocket = class extends Real {{
+          set onmessage(handler) {{
+            super.onmessage = (event) => {{
+              const reply = typeof event.data === "string" && event.data.startsWith('{{"op":"result"');
+              if (reply) setTimeout(() => handler(event), {REPLY_DELAY_MS}); else handler(event);
+            }};
+          }}
+        }};
+    """)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(serve.url)
+    page.goto(serve.login())
     page.wait_for_selector("#conn[data-conn=live]", timeout=MS)
     yield page
     context.close()
@@ -147,6 +166,8 @@ def test_answer_needs_confirmation_and_the_fingerprint_seen(page: Any, serve: Se
     page.click(f"{sel} .confirm-yes")
     page.wait_for_selector(f"{sel}[data-state=idle]", timeout=MS)
     assert lines(log) == ["answered 3 curl -s https://example.invalid/install.sh | sh"]
+    # The message comes with the answer's reply, which may land after the card's push to idle.
+    page.wait_for_selector(f"{sel} .message-ok", timeout=MS)
     assert "Answered 3. No." in page.inner_text(f"{sel} .message")
     until_js(page, "document.title === 'panewatch board'")
 
@@ -186,11 +207,12 @@ def test_security_refusals_in_the_browser(browser: Any, serve: ServeProcess) -> 
         response = page.goto(serve.base + "?token=not-the-token")
         assert response.status == 403
         # DNS rebinding: evil.test resolves to 127.0.0.1 (see ARGS) but names itself in Host.
-        response = page.goto(f"http://evil.test:{serve.port}/?token={serve.token}")
+        link = serve.login()
+        response = page.goto(link.replace("127.0.0.1", "evil.test"))
         assert response.status == 421
         assert not [c for c in context.cookies() if c["name"].startswith("panewatch_board_")]
 
-        page.goto(serve.url)  # signed in: the cookie exists in this browser
+        page.goto(link)  # signed in (the refused request did not spend the link): the cookie exists here
         page.wait_for_selector("#conn[data-conn=live]", timeout=MS)
 
         # Another site in the same browser tries our websocket and our API.
@@ -210,3 +232,50 @@ def test_security_refusals_in_the_browser(browser: Any, serve: ServeProcess) -> 
         evil.close()
     finally:
         context.close()
+
+
+def test_board_opens_a_private_launcher_and_no_secret_is_on_a_command_line(browser: Any, serve: ServeProcess,
+                                                                           tmp_path: Path) -> None:
+    """`panewatch board` hands the browser a private file's path; what it prints works once."""
+    argv_log = tmp_path / "browser-argv"
+    fake_browser = tmp_path / "browser"
+    fake_browser.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$0\" \"$@\" > {argv_log}\n")
+    fake_browser.chmod(0o700)
+    env = {**os.environ, "BROWSER": str(fake_browser), "DISPLAY": ":99", "PANEWATCH_BOARD": "off"}
+    out = subprocess.run([sys.executable, "-m", "panewatch", "board"], capture_output=True, text=True, env=env,
+                         stdin=subprocess.DEVNULL, timeout=30, check=True)
+    printed = out.stdout.strip()
+    argv = argv_log.read_text().splitlines()
+    assert len(argv) == 2 and argv[1].startswith("file://"), argv
+    assert "token" not in " ".join(argv) and "pwb_" not in " ".join(argv)  # any local user can read argv
+    launcher = Path(argv[1].removeprefix("file://"))
+    assert stat.S_IMODE(launcher.stat().st_mode) == 0o600 and launcher.parent == serve_runtime()
+    assert printed.startswith(serve.base + "?token=pwb_") and printed not in launcher.read_text()
+
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(argv[1])  # what the real browser does with its argument
+        page.wait_for_url(serve.base, timeout=MS)
+        page.wait_for_selector("#conn[data-conn=live]", timeout=MS)
+        assert page.url == serve.base  # no token left in the address bar
+    finally:
+        context.close()
+    # Each link works once: in a second browser both are refused, the printed one after its first use.
+    first, second = browser.new_context(), browser.new_context()
+    try:
+        page = first.new_page()
+        page.goto(printed)
+        page.wait_for_selector("#conn[data-conn=live]", timeout=MS)
+        assert second.new_page().goto(printed).status == 403
+        spent = second.new_page()
+        spent.goto(argv[1])
+        spent.wait_for_selector("text=link not valid", timeout=MS)
+        assert not [c for c in second.cookies() if c["name"].startswith("panewatch_board_")]
+    finally:
+        first.close()
+        second.close()
+
+
+def serve_runtime() -> Path:
+    return Path(os.environ["PANEWATCH_RUNTIME_DIR"])

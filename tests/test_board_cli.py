@@ -35,10 +35,11 @@ def test_single_daemon_board_url_and_stop(serve: ServeProcess) -> None:
     second = subprocess.run([sys.executable, "-m", "panewatch", "serve"], capture_output=True, text=True, timeout=30)
     assert second.returncode == 3
     assert "already running" in second.stderr
-    board = cli("board", "--no-open", check=True)
-    assert board.stdout.strip() == serve.url
+    link = serve.login()  # a one-time link, a new one each time
+    assert link != serve.url and link != serve.login()
     info = json.loads(cli("board", "--json", check=True).stdout)
-    assert info["url"] == serve.url and info["pid"] == serve.proc.pid and info["panes"] == 0
+    assert info["base"] == serve.base and info["pid"] == serve.proc.pid and info["panes"] == 0
+    assert info["url"].startswith(serve.base + "?token=pwb_")
     assert cli("ls", check=True).stdout.startswith("no panes")
     stop = cli("serve", "--stop", check=True)
     assert f"{serve.proc.pid} stopped" in stop.stdout

@@ -1,5 +1,9 @@
 """BoardLink: a `run` pane registers with the daemon, is driven through its own input guard, keeps
-working while the daemon is gone, and registers again when a daemon is back."""
+working while the daemon is gone, and registers again when a daemon is back.
+
+Every reply on the socket comes REPLY_DELAY late here (`late_replies`): a loaded machine does that at
+random, and a test that reads one side's state between the other side's action and its reply then
+fails once in a while (issue 10, defect 7); late every time, such a test fails every time."""
 
 from __future__ import annotations
 
@@ -17,10 +21,33 @@ from panewatch.board import client
 from panewatch.board.daemon import Daemon
 from panewatch.board.link import BoardLink
 from panewatch.board.panes import RemotePane
-from panewatch.board.rpc import RemoteError
+from panewatch.board.rpc import Peer, RemoteError
 from panewatch.live import LivePane
 
 TIMEOUT = 15.0
+REPLY_DELAY = 0.05
+
+
+@pytest.fixture(autouse=True)
+def late_replies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each reply leaves REPLY_DELAY after it was made, and what the peer sends after it waits behind it
+    (one stream keeps its order)."""
+    send = Peer.send
+    held: dict[Peer, list[dict[str, Any]]] = {}
+
+    def release(peer: Peer) -> None:
+        for msg in held.pop(peer, []):
+            send(peer, msg)
+
+    def late(peer: Peer, msg: dict[str, Any]) -> None:
+        if peer not in held and "re" not in msg:
+            send(peer, msg)
+            return
+        if peer not in held:
+            asyncio.get_running_loop().call_later(REPLY_DELAY, release, peer)
+        held.setdefault(peer, []).append(msg)
+
+    monkeypatch.setattr(Peer, "send", late)
 
 
 def run(coro: Callable[[], Awaitable[None]]) -> None:
@@ -93,6 +120,18 @@ def test_run_pane_registers_is_guarded_and_reregisters(tmp_path: Path, monkeypat
             result = await handle.answer("1", card["prompt"]["fingerprint"])
             assert result["cleared"] is True and result["option"]["label"] == "Yes"
             assert lines()[-1] == "answered 1 rm -rf build/"
+
+            # Two sends pipelined on the link's connection: "d" draws the dialog 30 ms later, and the pane's
+            # own guard must not let the "1" behind it answer that dialog.
+            await until(lambda: handle.card["state"] == "idle", "idle after the answer")
+            first, second = await asyncio.gather(handle.send("d", False), handle.send("1", True),
+                                                 return_exceptions=True)
+            assert first is None and isinstance(second, RemoteError), (first, second)
+            assert second.kind in ("pane_blocked", "pane_busy"), second
+            card = await until(lambda: handle.card["state"] == "blocked" and handle.card, "the dialog waits")
+            assert lines().count("answered 1 rm -rf build/") == 1
+            await handle.answer("1", card["prompt"]["fingerprint"])
+            await until(lambda: handle.card["state"] == "idle", "idle again")
         finally:
             await daemon.close()
 
@@ -105,7 +144,8 @@ def test_run_pane_registers_is_guarded_and_reregisters(tmp_path: Path, monkeypat
         await again.start()
         try:
             handle = await until(lambda: remote(again), "registered again", timeout=20)
-            assert link.registrations == 2
+            # Listed by the daemon before its reply reaches the link: the link counts on the reply.
+            await until(lambda: link.registrations == 2, "the link saw its registration confirmed")
             await until(lambda: handle.card["state"] == "working", "current state on the new daemon")
         finally:
             await link.close()

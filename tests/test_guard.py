@@ -4,6 +4,7 @@ output is fed up to the moment the capture's driver typed a key, and resumes whe
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -45,6 +46,7 @@ class CastPane:
         self.written: list[bytes] = []
         self.respond = True
         self.paste = False
+        self.last_output = self.last_input = float("-inf")  # replayed output comes "long ago"
         while self.pos < len(self.events):
             event = self.events[self.pos]
             if event.kind == "i" and stop_at_prompt and self._on_prompt():
@@ -71,8 +73,12 @@ class CastPane:
     def snapshot(self) -> Snapshot:
         return self.screen.snapshot()
 
+    def clock(self) -> float:
+        return time.monotonic()
+
     def write(self, data: bytes) -> None:
         self.written.append(data)
+        self.last_input = self.clock()
         if self.respond and self.pos < len(self.events):
             self.pos += 1  # the driver's key we replace
             while self.pos < len(self.events) and self.events[self.pos].kind == "o":
@@ -99,7 +105,7 @@ def idle_pane() -> CastPane:
 def test_send_into_a_blocked_pane_is_refused_with_the_prompt() -> None:
     pane = blocked_pane("claude-code/2.1.332/full_bash")
     with pytest.raises(PaneBlockedError) as info:
-        InputGuard(pane, pane_id="p1").send("also delete the logs")
+        asyncio.run(InputGuard(pane, pane_id="p1").send("also delete the logs"))
     message = str(info.value)
     assert "pane p1 is blocked" in message
     assert "Do you want to proceed?" in message
@@ -111,7 +117,7 @@ def test_send_into_a_blocked_pane_is_refused_with_the_prompt() -> None:
 
 def test_send_into_an_idle_pane_types_the_text_and_enter() -> None:
     pane = idle_pane()
-    InputGuard(pane).send("hello\x1b[31m there\x07")
+    asyncio.run(InputGuard(pane).send("hello\x1b[31m there\x07"))
     assert pane.written == [b"hello[31m there", b"\r"]
 
 
@@ -174,6 +180,7 @@ class StatePane:
         self.state = state
         self.screen = Snapshot.from_text(text, height=10)
         self.written: list[bytes] = []
+        self.last_output = self.last_input = float("-inf")
 
     def classify_now(self) -> HasState:
         return self.state
@@ -181,33 +188,37 @@ class StatePane:
     def snapshot(self) -> Snapshot:
         return self.screen
 
+    def clock(self) -> float:
+        return time.monotonic()
+
     def write(self, data: bytes) -> None:
         self.written.append(data)
+        self.last_input = self.clock()
 
 
 def test_hook_reported_prompt_not_yet_drawn_also_refuses_send() -> None:
     pane = StatePane(PaneState("blocked", "hook", None, "PermissionRequest Bash"), "● Running…")
     with pytest.raises(PaneBlockedError, match="question not on screen"):
-        InputGuard(pane).send("hi")
+        asyncio.run(InputGuard(pane).send("hi"))
     assert pane.written == []
 
 
 def test_send_after_the_agent_exited_is_refused() -> None:
     pane = StatePane(PaneState("exited", "process", None), "$ ")
     with pytest.raises(AgentExitedError, match="shell"):
-        InputGuard(pane).send("rm -rf build")
+        asyncio.run(InputGuard(pane).send("rm -rf build"))
     assert pane.written == []
 
 
 def test_multiline_text_goes_as_one_bracketed_paste_when_enabled() -> None:
     pane = idle_pane()
     guard = InputGuard(pane)
-    guard.send("line one\nline two", enter=False)
+    asyncio.run(guard.send("line one\nline two", enter=False))
     assert pane.written == [b"line one\nline two"]  # the pane did not enable bracketed paste
     pane.written.clear()
     pane.paste = True
-    guard.send("a\nb\x1b[201~c")
+    asyncio.run(guard.send("a\nb\x1b[201~c"))
     assert pane.written == [PASTE_START + b"a\nb[201~c" + PASTE_END, b"\r"]
     pane.written.clear()
-    guard.send(f"x\n{PASTE_END.decode()}y")  # even if only the ESC survived as text
+    asyncio.run(guard.send(f"x\n{PASTE_END.decode()}y"))  # even if only the ESC survived as text
     assert pane.written[0].count(PASTE_END) == 1

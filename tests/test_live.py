@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import itertools
 import json
+import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable
@@ -17,6 +19,7 @@ from fake_claude import FAKE
 from panewatch.cast import parse_cast
 from panewatch.combine import Report
 from panewatch.live import LivePane, ManifestWatcher, StateChange
+from panewatch.screen import Screen
 
 TIMEOUT = 15.0
 
@@ -111,6 +114,48 @@ def test_working_blocked_idle_from_the_screen(fake: Path) -> None:
     assert "Do you want to proceed?" in cast.output_bytes().decode()
     assert [e.data for e in cast.events if e.kind == "i"] == ["x", "1", "x"]
     assert [e.data for e in cast.events if e.kind == "r"] == ["90x30"]
+
+
+FULL = Path("/dev/full")  # every write fails with ENOSPC: a full disk, deterministically
+
+
+@pytest.mark.skipif(not FULL.exists(), reason="no /dev/full on this system")
+def test_a_full_disk_stops_the_recording_and_changes_nothing_else(fake: Path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    record = FULL.open("w", encoding="utf-8")
+    events = FULL.open("w", encoding="utf-8")
+    changes: list[str] = []
+
+    async def main() -> None:
+        pane = LivePane([sys.executable, str(fake)], pane_id="p1", cols=80, rows=32, env=env(),
+                        events=events, record=record)
+        watch = Watch(pane)
+        pane.start()
+        await watch.reach("working")  # the detector saw the output the recording could not take
+        pane.write(b"x")  # ... and the keystroke reached the agent: it opens its dialog
+        await watch.reach("blocked")
+        pane.write(b"1")
+        await watch.reach("idle")
+        pane.resize(90, 30)
+        pane.write(b"x")
+        assert await pane.wait() == 0
+        await pane.close()
+        changes.extend(watch.states())
+
+    caplog.set_level(logging.WARNING)
+    try:
+        run(main)
+    finally:
+        for fh in (record, events):
+            with contextlib.suppress(OSError):
+                fh.close()
+    assert changes == ["idle", "working", "blocked", "idle", "exited"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "panewatch.live"]
+    assert len(messages) == 2, messages  # one per failing file, however many writes failed after it
+    assert any(m.startswith("panewatch: the recording") for m in messages)
+    assert any(m.startswith("panewatch: the events log") for m in messages)
+    assert all("/dev/full" in m and "No space left on device" in m for m in messages)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # no traceback from a callback
 
 
 def test_headless_pane_answers_terminal_queries(tmp_path: Path) -> None:
@@ -266,6 +311,24 @@ def test_close_ends_the_command_and_records_it() -> None:
     run(main)
     last = json.loads(events.getvalue().splitlines()[-1])
     assert (last["state"], last["source"], last["detail"]) == ("exited", "process", f"exit code {codes[0]}")
+
+
+def test_an_exited_pane_releases_its_pty_and_keeps_its_last_screen() -> None:
+    async def main() -> None:
+        pane = LivePane(["bash", "-c", "printf '\\033[1;32mall done\\033[0m\\r\\nbye'"], cols=40, rows=6,
+                        env=env())
+        pane.start()
+        assert await pane.wait() == 0
+        assert pane.session is not None and pane.session.closed  # at exit, not when its card goes
+        assert pane.screen.closed
+        assert pane.snapshot().rows[:2] == ("all done", "bye")
+        assert pane.classify_now().state == "exited"
+        viewer = Screen(40, 6)  # a late viewer's repaint, colours included
+        viewer.feed(pane.screen.vt_dump())
+        assert viewer.snapshot().rows == pane.snapshot().rows and b"\x1b[38;5;2m" in pane.screen.vt_dump()
+        await pane.close()
+
+    run(main)
 
 
 BLINKER = r'''

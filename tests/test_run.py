@@ -189,6 +189,46 @@ def test_events_file_gets_the_state_changes(outer_factory: Callable[..., Outer],
     assert {json.loads(line)[1] for line in rest} == {"o", "i"}
 
 
+FULL = Path("/dev/full")  # every write fails with ENOSPC: a full disk, deterministically
+
+
+@pytest.mark.skipif(not FULL.exists(), reason="no /dev/full on this system")
+@pytest.mark.parametrize("full", ["--record", "--events"])
+def test_a_full_disk_stops_that_file_and_changes_nothing_else(outer_factory: Callable[..., Outer], tmp_path: Path,
+                                                              full: str) -> None:
+    script = tmp_path / "fake_claude.py"
+    script.write_text(FAKE, encoding="utf-8")
+    config = Path(os.environ["PANEWATCH_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)  # a second probe of detection: the blocked notification
+    (config / "config.toml").write_text('[notify]\nbackends = ["terminal"]\nterminal = "osc9"\n', encoding="utf-8")
+    events, record = tmp_path / "events.jsonl", tmp_path / "rec.cast"
+    files = {"--events": str(events), "--record": str(record), full: str(FULL)}
+    outer = outer_factory(*(a for item in files.items() for a in item), "--", sys.executable, str(script),
+                          cols=80, rows=32)
+    outer.see("esc to interrupt")
+    outer.until(lambda: "working" in (events.read_text(encoding="utf-8") if full != "--events" else "working"),
+                "working")
+    outer.type(b"x")  # typed input reaches the agent although the file failed: it opens its dialog
+    outer.see("Do you want to proceed?")
+    outer.see("\x1b]9;")  # the detector saw the dialog
+    outer.type(b"1")
+    outer.see("? for shortcuts")
+    outer.type(b"x")
+    assert outer.wait() == 0
+    text = outer.text()
+    assert "Traceback" not in text and "Errno" not in text
+    what = "the recording" if full == "--record" else "the events log"
+    assert text.count("No space left on device") == 1, text[-800:]
+    tail = text.rsplit("\x1b[?1049l", 1)[1].strip()  # after the last thing CMD drew: the terminal is restored
+    assert tail.startswith(f"panewatch: {what} (/dev/full) stopped: No space left on device"), tail
+    if full == "--record":
+        states = [json.loads(line)["state"] for line in events.read_text(encoding="utf-8").splitlines()]
+        assert states == ["idle", "working", "blocked", "idle", "exited"]
+    else:
+        _header, *rest = record.read_text(encoding="utf-8").splitlines()
+        assert [json.loads(line)[2] for line in rest if json.loads(line)[1] == "i"] == ["x", "1", "x"]
+
+
 # A `claude` that runs the hooks it was given with --settings, as Claude Code does, on a screen that
 # never changes: whatever the pane says comes from the hooks.
 HOOKED_CLAUDE = r'''
@@ -253,6 +293,11 @@ def test_stdin_and_stdout_not_a_terminal() -> None:
                          stdin=subprocess.DEVNULL, capture_output=True, cwd=ROOT, timeout=60,
                          env={**os.environ, **NO_BOARD})
     assert out.returncode == 127 and b"no-such-command-xyz" in out.stderr
+    out = subprocess.run([sys.executable, "-m", "panewatch", "run", "--record", "/no/such/dir/x.cast", "--", "true"],
+                         stdin=subprocess.DEVNULL, capture_output=True, cwd=ROOT, timeout=60,
+                         env={**os.environ, **NO_BOARD})
+    assert out.returncode == 2 and out.stderr == b"panewatch run: cannot open /no/such/dir/x.cast: " \
+                                                 b"No such file or directory\n"
 
 
 def test_output_gate_waits_for_sequences_to_end() -> None:

@@ -6,7 +6,7 @@ import random
 import psutil
 import pytest
 
-from panewatch.screen import Screen
+from panewatch.screen import MAX_KEPT_REPAINT, Screen
 
 
 def test_published_example_renders_as_rows(example: bytes) -> None:
@@ -86,3 +86,32 @@ def test_snapshot_from_text_keeps_the_bottom_rows_and_pads() -> None:
 
     assert Snapshot.from_text("a\nb\nc", height=2).rows == ("b", "c")
     assert Snapshot.from_text("a  ", height=3).rows == ("a", "", "")
+
+
+def test_a_closed_screen_keeps_its_last_picture_and_frees_the_engine() -> None:
+    screen = Screen(40, 6)
+    screen.feed(b"\x1b]0;title\x07\x1b[31mred\x1b[0m text\r\nsecond \xe2\x9c\xb3")
+    before, repaint = screen.snapshot(), screen.vt_dump()
+    screen.close()
+    assert screen.closed
+    screen.feed(b"\x1b[2Jgone")  # ignored: nothing may reach the freed engine
+    screen.resize(80, 24)
+    screen.invalidate()
+    assert screen.snapshot() == before and screen.vt_dump() == repaint
+    viewer = Screen(40, 6)  # a viewer joining late sees the same screen, colours included
+    viewer.feed(screen.vt_dump())
+    assert viewer.snapshot().rows == before.rows
+    assert viewer.vt_dump() == repaint
+    screen.close()  # twice is harmless
+
+
+def test_a_closed_screen_keeps_a_bounded_repaint() -> None:
+    screen = Screen(300, 100)
+    screen.feed(b"".join(b"\x1b[38;2;%d;%d;%dm#" % (i % 256, i * 7 % 256, i * 13 % 256) for i in range(30000)))
+    assert len(screen.vt_dump()) > MAX_KEPT_REPAINT  # every cell in its own colour: a huge VT repaint
+    rows = screen.snapshot().rows
+    screen.close()
+    assert len(screen.vt_dump()) <= MAX_KEPT_REPAINT  # ... kept as plain text instead
+    viewer = Screen(300, 100)
+    viewer.feed(screen.vt_dump())
+    assert viewer.snapshot().rows == rows

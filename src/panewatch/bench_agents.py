@@ -63,8 +63,8 @@ async def _one(agent_name: str, hooks: bool, samples: Samples) -> None:
             agent.watch_gone(dialog)
             index = len(agent.changes)
             for _ in range(3):  # a dropped key press is counted, then pressed again as a user would
-                pressed = asyncio.get_running_loop().time()
                 result = await guard.answer(allow.number, prompt.fingerprint, timeout=3)
+                pressed = agent.pane.last_input  # when the key was written (after the guard's settle wait)
                 if result.cleared:
                     break
                 samples.dropped += 1

@@ -138,6 +138,10 @@ def cmd_send(ns: argparse.Namespace) -> int:
             print("\n".join(prompt_lines(exc.data.get("prompt"))), file=sys.stderr)
             print(f"answer it with: panewatch answer {ns.pane} OPTION", file=sys.stderr)
             return 1
+        if exc.kind == "pane_busy":
+            print(f"panewatch send: pane {ns.pane} is busy changing (its screen did not settle in time); nothing "
+                  "was typed: try again in a moment", file=sys.stderr)
+            return 1
         return _fail("send", exc)
     return 0
 

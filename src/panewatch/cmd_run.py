@@ -235,14 +235,20 @@ def main(ns: argparse.Namespace) -> int:
         print(f"panewatch run: unknown agent {ns.agent!r} (known: {', '.join(m.id for m in watcher.current())})",
               file=sys.stderr)
         return 2
-    signalled: list[int] = []
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    for sig in previous:
-        signal.signal(sig, _raise_signalled)
     files: list[IO[str]] = []
     try:
         events = _open(ns.events, "a", files)
         record = _open(ns.record, "w", files)
+    except OSError as exc:
+        for fh in files:
+            fh.close()
+        print(f"panewatch run: cannot open {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    signalled: list[int] = []
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    for sig in previous:
+        signal.signal(sig, _raise_signalled)
+    try:
         terminal.raw()
         runner = _Runner(ns, argv, terminal, watcher, events, record)
         try:
@@ -277,7 +283,8 @@ def _raise_signalled(signum: int, frame: FrameType | None) -> None:
 def _open(path: Path | None, mode: str, files: list[IO[str]]) -> IO[str] | None:
     if path is None:
         return None
-    fh = path.open(mode, encoding="utf-8")
+    # "replace": a lone surrogate in a hook's text must not stop the log (that stops it for good).
+    fh = path.open(mode, encoding="utf-8", errors="replace")
     files.append(fh)
     return fh
 
@@ -317,6 +324,9 @@ class _Runner:
                                              signal.SIGPIPE if exc.errno == errno.EPIPE else signal.SIGHUP)
 
     async def _run_pane(self) -> int:
+        from panewatch.hooks import remove_stale_sockets
+
+        remove_stale_sockets()  # left by a `run` or daemon killed before it could remove them
         loop = asyncio.get_running_loop()
         gate = OutputGate(1, self._output_failed)
         pane_id = self.ns.pane_id or _pane_id()
@@ -337,7 +347,7 @@ class _Runner:
         cols, rows = self.terminal.size()
         pane = LivePane(argv, pane_id=pane_id, cols=cols, rows=rows, env=env, agent=self.ns.agent, headless=False,
                         manifests=self.watcher, record=self.record, events=self.events, on_output=gate.child,
-                        tcattrs=self.terminal.child_modes())
+                        on_error=self.errors.append, tcattrs=self.terminal.child_modes())
         notifier, on_change = _notifier(pane, gate, self.errors)
         pane.subscribe(on_change)
         try:

@@ -1,4 +1,8 @@
-"""`panewatch serve` (the daemon behind the board) and `panewatch board` (print and open its URL)."""
+"""`panewatch serve` (the daemon behind the board) and `panewatch board` (sign in: open it, print a one-time link).
+
+No secret ever goes on a command line (any local user can read those): the browser is handed the
+path of a private launcher page the daemon wrote, never a URL with a token (see board/security.py).
+"""
 
 from __future__ import annotations
 
@@ -12,10 +16,14 @@ import resource
 import signal
 import sys
 import webbrowser
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from panewatch.board import client
 from panewatch.board.rpc import RemoteError
+
+if TYPE_CHECKING:
+    from panewatch.board.limits import Limits
 
 EXIT_ALREADY_RUNNING = 3  # client.py's starter treats this one as "someone else started it: wait"
 
@@ -33,51 +41,66 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--idle-exit", type=float, metavar="SECONDS",
                        help="exit after this long with no pane, no board tab and no client")
     serve.add_argument("--quiet", action="store_true", help="do not print the board's URL")
+    serve.add_argument("--log-file", type=Path, metavar="PATH",
+                       help="log here (rotated, bounded in size) instead of stderr; stderr itself goes into it")
     serve.add_argument("--stop", action="store_true", help="ask the running daemon to exit, and wait for it")
     serve.set_defaults(func=cmd_serve)
 
-    board = subparsers.add_parser("board", help="print (and open) the sessions board's URL, starting the "
-                                                "daemon if needed")
-    board.add_argument("--no-open", action="store_true", help="print the URL only, do not open a browser")
-    board.add_argument("--json", action="store_true", help="print {url, pid, port, panes} as JSON")
+    board = subparsers.add_parser("board", help="open the sessions board in a browser and print a one-time link "
+                                                "to it, starting the daemon if needed")
+    board.add_argument("--no-open", action="store_true", help="print the one-time link only, do not open a browser")
+    board.add_argument("--json", action="store_true",
+                       help="print {url (one-time link), base, pid, port, panes} as JSON")
     board.set_defaults(func=cmd_board)
 
 
 def cmd_serve(ns: argparse.Namespace) -> int:
     if ns.stop:
         return _stop()
-    from panewatch.board.daemon import AlreadyRunning, Daemon
+    from panewatch.board import logs
+    from panewatch.board.limits import Limits
 
     _more_files()
-    logging.basicConfig(level=logging.WARNING if ns.quiet else logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s panewatch serve: %(message)s")
     try:
-        daemon = Daemon(host=ns.host, port=ns.port, idle_exit=ns.idle_exit)
+        limits = Limits.from_env()
     except ValueError as exc:
         print(f"panewatch serve: {exc}", file=sys.stderr)
         return 2
+    logs.setup(path=ns.log_file, level=logging.WARNING if ns.quiet else logging.INFO, limits=limits)
+    try:
+        return asyncio.run(_serve(ns, limits))
+    finally:
+        sys.stderr.flush()  # a last partial line into the log while it is still open
 
-    async def main() -> int:
-        try:
-            await daemon.start()
-        except AlreadyRunning as exc:
-            print(f"panewatch serve: {exc} (`panewatch board` prints its URL)", file=sys.stderr)
-            return EXIT_ALREADY_RUNNING
-        except OSError as exc:
-            print(f"panewatch serve: cannot listen on {ns.host}:{ns.port}: {exc.strerror or exc}", file=sys.stderr)
-            return 1
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            loop.add_signal_handler(sig, daemon.stop)
-        if not ns.quiet:
-            print(f"panewatch board: {daemon.url}", flush=True)
-        try:
-            await daemon.wait()
-        finally:
-            await daemon.close()
-        return 0
 
-    return asyncio.run(main())
+async def _serve(ns: argparse.Namespace, limits: Limits) -> int:
+    from panewatch.board.daemon import AlreadyRunning, Daemon
+
+    try:
+        daemon = Daemon(host=ns.host, port=ns.port, idle_exit=ns.idle_exit, limits=limits)
+    except ValueError as exc:
+        print(f"panewatch serve: {exc}", file=sys.stderr)
+        return 2
+    try:
+        await daemon.start()
+    except AlreadyRunning as exc:
+        print(f"panewatch serve: {exc} (`panewatch board` prints its URL)", file=sys.stderr)
+        return EXIT_ALREADY_RUNNING
+    except OSError as exc:
+        print(f"panewatch serve: cannot listen on {ns.host}:{ns.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, daemon.stop)
+    if not ns.quiet:
+        link = daemon.login()
+        print(f"panewatch board: {link['url']}\n  (a one-time link, valid {link['expires_in']:.0f} s; "
+              "`panewatch board` opens the board or prints a new one)", flush=True)
+    try:
+        await daemon.wait()
+    finally:
+        await daemon.close()
+    return 0
 
 
 def _more_files() -> None:
@@ -111,18 +134,26 @@ def _stop() -> int:
 
 
 def cmd_board(ns: argparse.Namespace) -> int:
+    opening = not ns.no_open and not ns.json and _has_gui()
+
+    async def ask() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
+        info = await client.call("info", autostart=True, timeout=client.START_TIMEOUT)
+        # Two links: the browser spends its own, so the printed one still works elsewhere.
+        return info, await client.call("login"), await client.call("login", launcher=True) if opening else None
+
     try:
-        info = client.ensure_daemon()
+        info, link, launcher = asyncio.run(ask())
     except RemoteError as exc:
         print(f"panewatch board: {exc}", file=sys.stderr)
         return 1
     if ns.json:
-        print(json.dumps({k: info.get(k) for k in ("url", "pid", "port", "panes")}))
+        print(json.dumps({"url": link["url"], "base": info.get("url"),
+                          **{k: info.get(k) for k in ("pid", "port", "panes")}}))
     else:
-        print(info["url"])
-    if not ns.no_open and not ns.json and _has_gui():
-        with contextlib.suppress(Exception):  # no browser after all: the printed URL is the way in
-            webbrowser.open(info["url"])
+        print(link["url"])
+    if launcher is not None:
+        with contextlib.suppress(Exception):  # no browser after all: the printed link is the way in
+            webbrowser.open(Path(launcher["file"]).as_uri())
     return 0
 
 

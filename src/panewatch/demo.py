@@ -133,7 +133,7 @@ class Demo:
         await asyncio.sleep(delay * self.time_scale)
         dp.tasks += 1
         try:
-            dp.guard.send(f"Task {dp.tasks}: {dp.rng.choice(TASK_TEXTS)}")
+            await dp.guard.send(f"Task {dp.tasks}: {dp.rng.choice(TASK_TEXTS)}")
         except PanewatchError as exc:
             self.log.bot = f"{dp.pane.pane_id}: task refused: {exc}"
 
@@ -168,7 +168,7 @@ class Demo:
 
     def _board_line(self) -> str:
         url = self.board_url()
-        return f"{url}  (open it: panewatch board)" if url else "(not linked)"
+        return f"{url}  (run `panewatch board` to open it: it signs the browser in)" if url else "(not linked)"
 
     def board_url(self) -> str:
         if not any(dp.link is not None and dp.link.connected for dp in self.panes):

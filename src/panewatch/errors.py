@@ -2,8 +2,10 @@
 
     PanewatchError
      ├── GuardError                  refused or unanswerable input to a pane (guard.py)
-     │    ├── PaneBlockedError       send() while the pane waits for a permission answer; .prompt
-     │    ├── AgentExitedError       send() after the agent exited: a shell would run the text
+     │    ├── PaneBlockedError       send()/keys() while the pane waits for a permission answer; .prompt
+     │    ├── AgentExitedError       send()/keys() after the agent exited: a shell would run the text
+     │    ├── PaneBusyError          any write: what the pane's last input caused did not settle within
+     │    │                          the guard's bound (it kept changing); nothing typed; .waited
      │    ├── NotBlockedError        answer() but no prompt is waiting; .state
      │    ├── PromptChangedError     answer() but the prompt on screen is not the one the user saw;
      │    │                          .expected (fingerprint), .prompt (the one now on screen)
@@ -52,6 +54,16 @@ class AgentExitedError(GuardError):
     def __init__(self, pane: str = "") -> None:
         where = f"pane {pane}" if pane else "the pane"
         super().__init__(f"the agent in {where} has exited and a shell is in front; not typing into it")
+
+
+class PaneBusyError(GuardError):
+    """The pane's output did not settle in time after its last input, so it could not be checked."""
+
+    def __init__(self, pane: str = "", waited: float = 0.0) -> None:
+        self.waited = waited
+        where = f"pane {pane}" if pane else "the pane"
+        super().__init__(f"{where} is busy changing: its screen did not settle within {waited:g} s (it kept "
+                         "drawing, or other input to it was queued ahead); nothing was typed: try again")
 
 
 class NotBlockedError(GuardError):

@@ -3,9 +3,30 @@
     send(text)                   re-classifies NOW; refuses with PaneBlockedError (showing the
                                  prompt) when the pane is blocked, AgentExitedError when the agent
                                  is gone and a shell would run the text as a command.
+    keys(data)                   raw keys from a terminal view (the board's): refused the same way;
+                                 typed as they are (escapes, arrows, Ctrl-C included).
     answer(option, fingerprint)  only when blocked AND the prompt on screen has the fingerprint the
                                  user saw (PromptChangedError otherwise); types that option's key,
                                  then polls until the prompt clears or `timeout` passes.
+
+One write at a time, and never into what the previous one caused before it is on screen: a key that
+opens a dialog has not drawn it yet when the next request arrives (two pipelined `send`s answered
+the dialog the first one opened). So every write takes the pane's turn: one asyncio lock per pane,
+shared by every InputGuard made for that pane (the daemon's socket, the board's websocket, the CLI
+through the daemon, a `run` pane through its BoardLink, the demo's bot), and in it waits until
+
+    * REACTION has passed since the pane's last input (by anyone: `run`'s key pump counts too),
+    * the pane's output has been quiet for QUIET (between frames; a spinner never is silent), and
+    * then classifies the screen now, after its last output, with no await before the write (the
+      pane's reader runs on the same loop), so nothing arrives between the check and the keys.
+
+A pane that does not settle within BUSY_TIMEOUT (from the call, the wait for the lock included)
+refuses with PaneBusyError ("busy changing, try again"), nothing typed.
+
+Not through the guard, the only other writers to a pane: `run`'s raw key pump and `attached` keys
+(`panewatch attach`: the user's own terminal shows the whole pane, dialogs included, so they type as
+under `run`; PaneEndpoint.keys still refuses them into an exited pane), and the screen's replies to
+terminal queries (DA1/DSR) in a headless pane.
 
 `GuardedPane.classify_now()` may return the combined `PaneState` (preferred: a prompt reported
 by a hook before it is drawn is already "blocked", and "exited" is known) or the screen's
@@ -15,14 +36,17 @@ Bracketed paste: if the pane offers `bracketed_paste() -> bool` and it says the 
 enabled mode 2004, multi-line text is sent as one paste (ESC[200~ … ESC[201~) so its newlines do
 not submit it line by line; an end marker inside the text is removed so the text cannot end the
 paste early. Without it, text is sent as typed. Control characters other than tab and newline
-are always removed: `send` types text, keys go through `answer`.
+are always removed: `send` types text, raw keys go through `keys`, options through `answer`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
-from dataclasses import dataclass
+import weakref
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from panewatch.classify import Verdict
@@ -30,6 +54,7 @@ from panewatch.errors import (
     AgentExitedError,
     NotBlockedError,
     PaneBlockedError,
+    PaneBusyError,
     PromptChangedError,
     UnknownOptionError,
 )
@@ -38,6 +63,27 @@ from panewatch.screen import Snapshot
 
 PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
 POLL_INTERVAL = 0.02
+# The three numbers below come from the golden corpus (real Claude Code, Codex and Gemini CLI captures;
+# tests/test_guard_race.py checks them against it, so a new capture that breaks them fails there).
+#
+# Seconds after the pane's last input before the next write may go in. The probe of issue 10 found a
+# 50 ms gap always safe for its fake agent (0 of 20 answered the dialog, 19 of 20 without a gap), but
+# real agents are slower: in the corpus the first output after a key into a quiet pane came within
+# 30 ms (median) for Claude and Gemini, 185 ms for Codex, and within 470 ms for every key of every
+# agent. Cost: writes queued back to back go in at most two a second per pane; a write after a pause
+# waits for nothing.
+REACTION = 0.5
+# Seconds without output that count as settled, i.e. a gap between frames rather than a pause inside
+# one: the pty reads of one frame come under 5 ms apart, while Codex redraws at 30 frames a second
+# (33 ms apart; its worst stretch without a 40 ms gap lasts 5 s, so 40 ms would leave a working Codex
+# pane untypable), Claude's spinner at ~9 Hz, Gemini's around 20 Hz. With 20 ms no capture goes longer
+# than 0.5 s without a gap.
+QUIET = 0.02
+# Seconds from the call (the wait for the pane's turn included) before PaneBusyError: six times that
+# longest stretch, room for a few writes queued a REACTION apart, and below the callers' own timeouts
+# (the daemon's RPC to a `run` pane gives up after 10 s, `panewatch send` after 30 s), so a caller
+# always learns whether it was typed: nothing waits in a queue to be typed after its caller gave up.
+BUSY_TIMEOUT = 3.0
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -50,6 +96,22 @@ class GuardedPane(Protocol):
     def classify_now(self) -> HasState: ...  # a PaneState or a Verdict, computed now
     def snapshot(self) -> Snapshot: ...
     def write(self, data: bytes) -> None: ...
+    def clock(self) -> float: ...  # seconds, at the rate of its loop's clock (the guard sleeps on that)
+    @property
+    def last_output(self) -> float: ...  # when its latest output was fed to its screen
+    @property
+    def last_input(self) -> float: ...  # when bytes were last written to it as input, by anyone
+
+
+@dataclass
+class _Turn:
+    """One pane's writing turn: the lock every guard of that pane queues on (bound to one loop)."""
+
+    loop: asyncio.AbstractEventLoop
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+_turns: weakref.WeakKeyDictionary[GuardedPane, _Turn] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -62,6 +124,8 @@ class AnswerResult:
 
 
 class InputGuard:
+    """Guarded input to one pane. Any number of guards may be made for a pane: they share its turn."""
+
     def __init__(self, pane: GuardedPane, *, pane_id: str = "") -> None:
         self.pane = pane
         self.pane_id = pane_id
@@ -76,44 +140,73 @@ class InputGuard:
         verdict = checked if isinstance(checked, Verdict) else getattr(self.pane, "verdict", None)
         return parse_prompt(self.pane.snapshot(), verdict if isinstance(verdict, Verdict) else None)
 
-    def send(self, text: str, enter: bool = True) -> None:
+    async def send(self, text: str, enter: bool = True) -> None:
         """Type `text` (and Enter) into the pane, unless it waits on a prompt or its agent is gone."""
-        checked = self.pane.classify_now()
-        if checked.state == "blocked":
-            raise PaneBlockedError(self._prompt(checked), self.pane_id)
-        if checked.state == "exited":
-            raise AgentExitedError(self.pane_id)
         data = _CONTROL.sub("", text).encode("utf-8")
-        if b"\n" in data and self._bracketed_paste():
-            data = PASTE_START + data.replace(PASTE_END, b"") + PASTE_END
-        if data:
+        async with self._turn():
+            self._refuse_unless_free()
+            if b"\n" in data and self._bracketed_paste():
+                data = PASTE_START + data.replace(PASTE_END, b"") + PASTE_END
+            if data:
+                self.pane.write(data)
+            if enter:
+                self.pane.write(b"\r")
+
+    async def keys(self, data: bytes) -> None:
+        """Raw keys from a terminal view, as typed, unless the pane waits on a prompt or its agent is gone."""
+        async with self._turn():
+            self._refuse_unless_free()
             self.pane.write(data)
-        if enter:
-            self.pane.write(b"\r")
 
     async def answer(self, option: int | str, fingerprint: str, timeout: float = 3.0) -> AnswerResult:
         """Choose `option` (number, kind, key or label; see Prompt.option) on the prompt the user saw."""
-        checked = self.pane.classify_now()
-        if checked.state != "blocked":
-            raise NotBlockedError(checked.state)
-        prompt = self._prompt(checked)
-        if prompt.fingerprint != fingerprint:
-            raise PromptChangedError(fingerprint, prompt)
-        chosen = prompt.option(option)
-        if chosen is None:
-            raise UnknownOptionError(option, prompt)
-        loop = asyncio.get_running_loop()
-        start = loop.time()
-        self.pane.write(chosen.key.encode("utf-8"))
+        async with self._turn():
+            checked = self.pane.classify_now()
+            if checked.state != "blocked":
+                raise NotBlockedError(checked.state)
+            prompt = self._prompt(checked)
+            if prompt.fingerprint != fingerprint:
+                raise PromptChangedError(fingerprint, prompt)
+            chosen = prompt.option(option)
+            if chosen is None:
+                raise UnknownOptionError(option, prompt)
+            start = self.pane.clock()
+            self.pane.write(chosen.key.encode("utf-8"))
+        # Out of the turn: the next write waits for what this key causes anyway, and need not wait for
+        # us to see it.
         while True:
             await asyncio.sleep(POLL_INTERVAL)  # lets the pane's read loop feed the agent's redraw
             checked = self.pane.classify_now()
             after = self._prompt(checked) if checked.state == "blocked" else None
             # Cleared: not blocked any more, or blocked on a different (the next) prompt.
             cleared = after is None or after.fingerprint != fingerprint
-            elapsed = loop.time() - start
+            elapsed = self.pane.clock() - start
             if cleared or elapsed >= timeout:
                 return AnswerResult(chosen, cleared, checked.state, elapsed, after)
+
+    def _refuse_unless_free(self) -> None:
+        checked = self.pane.classify_now()
+        if checked.state == "blocked":
+            raise PaneBlockedError(self._prompt(checked), self.pane_id)
+        if checked.state == "exited":
+            raise AgentExitedError(self.pane_id)
+
+    @contextlib.asynccontextmanager
+    async def _turn(self) -> AsyncIterator[None]:
+        """The pane's turn to be written, once what the previous input caused has settled (see the
+        module docstring); PaneBusyError if that takes longer than BUSY_TIMEOUT."""
+        pane = self.pane
+        deadline = pane.clock() + BUSY_TIMEOUT
+        async with _turn_of(pane).lock:
+            while True:
+                now = pane.clock()
+                ready = max(pane.last_input + REACTION, pane.last_output + QUIET)
+                if now >= ready:
+                    break
+                if ready > deadline:  # output only ever pushes `ready` later: refuse now, not at the deadline
+                    raise PaneBusyError(self.pane_id, BUSY_TIMEOUT)
+                await asyncio.sleep(ready - now)
+            yield
 
     def _bracketed_paste(self) -> bool:
         probe = getattr(self.pane, "bracketed_paste", None)
@@ -121,3 +214,11 @@ class InputGuard:
             return bool(probe()) if callable(probe) else False
         except Exception:  # an optional capability; typing plainly is the safe fallback
             return False
+
+
+def _turn_of(pane: GuardedPane) -> _Turn:
+    loop = asyncio.get_running_loop()
+    turn = _turns.get(pane)
+    if turn is None or turn.loop is not loop:  # an asyncio lock serves one loop (tests run several)
+        turn = _turns[pane] = _Turn(loop)
+    return turn

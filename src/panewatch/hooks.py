@@ -34,9 +34,11 @@ import contextlib
 import hmac
 import json
 import os
+import re
 import secrets
 import shlex
 import socket
+import stat
 import sys
 import time
 from collections import Counter
@@ -57,6 +59,7 @@ __all__ = [
     "claude_hook_settings",
     "hook_launcher",
     "inject_claude_hooks",
+    "remove_stale_sockets",
 ]
 
 REJECT_REASONS = ("bad_token", "unknown_pane", "bad_json", "too_large", "bad_state", "timeout")
@@ -80,6 +83,7 @@ CLAUDE_HOOKS: dict[str, tuple[str, ...]] = {
 _TOOL_EVENTS = {"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "PermissionDenied"}
 
 OnReport = Callable[[str, Report], None]
+_SOCKET_NAME = re.compile(r"reports-(\d{1,10})-[0-9a-f]+\.sock")  # `reports-{pid}-{hex}.sock`, see ReportServer
 
 
 class ReportServer:
@@ -195,6 +199,37 @@ class ReportServer:
             self.on_report(msg["pane"], report)
         except Exception:  # the runtime's bug must not take the socket down
             self.callback_errors += 1
+
+
+def remove_stale_sockets(directory: Path | None = None) -> list[Path]:
+    """Remove the report sockets of processes that died without removing them (a `kill -9`); those
+    of a live process are never touched. The daemon and `run` call this as they start."""
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(paths.runtime_dir() if directory is None else directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _SOCKET_NAME.fullmatch(entry.name)
+        with contextlib.suppress(OSError):
+            if match is None or _pid_alive(int(match[1])) or not stat.S_ISSOCK(entry.stat(follow_symlinks=False)
+                                                                                 .st_mode):
+                continue
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return True  # not a process: not ours to judge
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):  # another user's process, or no pid at all: not ours to judge
+        return True
+    return True
 
 
 def _detail(event: object, payload: object) -> str:

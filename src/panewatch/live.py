@@ -175,6 +175,7 @@ class LivePane:
         record: IO[str] | None = None,
         events: IO[str] | None = None,
         on_output: Callable[[bytes], None] | None = None,
+        on_error: Callable[[str], None] | None = None,
         wall: Callable[[], float] = time.time,
         tcattrs: list[Any] | None = None,
     ) -> None:
@@ -184,6 +185,8 @@ class LivePane:
         self.headless = headless
         self.watcher = manifests or ManifestWatcher()
         self.on_output = on_output
+        # A recording or events log that failed: one message each; the pane itself goes on.
+        self.on_error = on_error or (lambda message: log.warning("%s", message))
         self._wall = wall
         self._env, self._cwd, self._tcattrs = env, cwd, tcattrs
         # The timing policy, built at start on the loop's clock (`schedule(start)`, e.g. a benchmark's
@@ -210,6 +213,7 @@ class LivePane:
         self._exit_task: asyncio.Task[None] | None = None
         self._done: asyncio.Event | None = None
         self._last_output = 0.0
+        self._last_input = float("-inf")
         self._screen_changed_at = 0.0
         self._last_snapshot: Snapshot | None = None
         self._report_key: tuple[str, ...] | None = None  # the screen a report arrived on, animations ignored
@@ -229,9 +233,12 @@ class LivePane:
         if self.headless:  # no outer terminal answers DA1/DSR here; agents stall without the reply
             self.screen.on_reply(self._session.write)
         if self._record_fh is not None:
-            self._cast = CastWriter(self._record_fh, self._cols, self._rows, now, timestamp=int(self._wall()),
-                                    command=" ".join(self.argv), env={"TERM": (self._env or os.environ).get(
-                                        "TERM", "xterm-256color")})
+            try:
+                self._cast = CastWriter(self._record_fh, self._cols, self._rows, now, timestamp=int(self._wall()),
+                                        command=" ".join(self.argv), env={"TERM": (self._env or os.environ).get(
+                                            "TERM", "xterm-256color")})
+            except (OSError, ValueError) as exc:
+                self._file_failed("the recording", self._record_fh, exc)
         self._done = asyncio.Event()
         self._session.start_reading()
         self.watcher.start()
@@ -254,7 +261,7 @@ class LivePane:
         return self.exit_code is not None
 
     async def wait(self) -> int:
-        """The command's exit status, once it exited and its last output was detected."""
+        """The command's exit status, once it exited, its last output was detected and its pty released."""
         if self._done is None:
             raise RuntimeError("LivePane.start() was not called")
         await self._done.wait()
@@ -278,9 +285,9 @@ class LivePane:
         self._stop_timers()
         if self.exit_code is None and self._session is not None:
             self.exit_code = self._session.returncode
+        self.screen.close()
         if self._done is not None:
             self._done.set()
-        self.screen.on_reply(None)
 
     def _stop_timers(self) -> None:
         for handle in (self._due, self._fg_handle):
@@ -301,30 +308,53 @@ class LivePane:
         self.exit_code = code
         self._stop_timers()
         self._set_state(self._loop.time(), PaneState("exited", "process", None, f"exit code {code}"))
+        # An exited pane keeps only its last screen: its pty goes now (what is left in its session is
+        # hung up, as a closed terminal does), not when its card leaves the board, and so does the
+        # screen's engine (Screen.close keeps the snapshot and a repaint).
+        await self._session.aclose()
+        self.screen.close()
         assert self._done is not None
         self._done.set()
 
     # -- I/O ---------------------------------------------------------------------------------
+
+    # The order of every path below: the user's terminal, the pane (screen and detector, or the pty),
+    # and only then the recording, so that a recording that fails or lags costs nothing else.
 
     def _on_output(self, data: bytes) -> None:
         assert self._loop is not None
         now = self._loop.time()
         if self.on_output is not None:
             self.on_output(data)  # the user's terminal first: detection must not add latency to it
-        self._record(now, "o", data)
         self._last_output = now
         self.detector.feed(now, data)
         self._arm()
         if self._session is not None:
             self._foreground_changed(now, self._session.foreground_pgid())
+        self._record(now, "o", data)
 
     def write(self, data: bytes) -> None:
         """Bytes to the pane as typed input. Callers: the input guard and `run`'s key pump only."""
         if self._session is None or not data:
             return
-        if self._loop is not None:
-            self._record(self._loop.time(), "i", data)
         self._session.write(data)
+        if self._loop is not None:
+            self._last_input = self._loop.time()
+            self._record(self._last_input, "i", data)
+
+    def clock(self) -> float:
+        """The pane's clock: its loop's (`last_output`, `last_input` and state changes' `mono` are on it)."""
+        return self._loop.time() if self._loop is not None else time.monotonic()
+
+    @property
+    def last_output(self) -> float:
+        """When output was last fed to the screen (a resize counts: the agent redraws after it)."""
+        return self._last_output
+
+    @property
+    def last_input(self) -> float:
+        """When bytes were last written to the pane as input (the guard's, or `run`'s key pump)."""
+        return self._last_input
 
     def resize(self, cols: int, rows: int) -> None:
         if (cols, rows) == (self._cols, self._rows) or self._loop is None:
@@ -333,17 +363,29 @@ class LivePane:
         now = self._loop.time()
         if self._session is not None:
             self._session.resize(cols, rows)
-        if self._cast is not None:
-            self._cast.write(now, "r", f"{cols}x{rows}")
         self._last_output = now
         self.detector.resize(now, cols, rows)
         self._arm()
+        self._record(now, "r", f"{cols}x{rows}")
 
-    def _record(self, now: float, kind: str, data: bytes) -> None:
-        if self._cast is not None:
-            text = self._decoders[kind].decode(data)  # incremental: a UTF-8 char split across reads stays whole
-            if text:
-                self._cast.write(now, kind, text)
+    def _record(self, now: float, kind: str, data: bytes | str) -> None:
+        if self._cast is None:
+            return
+        # Incremental: a UTF-8 character split across reads stays whole.
+        text = data if isinstance(data, str) else self._decoders[kind].decode(data)
+        if not text:
+            return
+        try:
+            self._cast.write(now, kind, text)
+        except (OSError, ValueError) as exc:  # a full disk, a closed file: stop recording, nothing else
+            self._cast = None
+            self._file_failed("the recording", self._record_fh, exc)
+
+    def _file_failed(self, what: str, fh: IO[str] | None, exc: Exception) -> None:
+        name = getattr(fh, "name", None)
+        where = f" ({name})" if isinstance(name, str) else ""
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        self.on_error(f"panewatch: {what}{where} stopped: {reason}; the pane and its detection went on")
 
     # -- detection ---------------------------------------------------------------------------
 
@@ -493,15 +535,18 @@ class LivePane:
     def _emit(self, now: float, old: PaneState | None, new: PaneState) -> None:
         self.changes += 1
         change = StateChange(self._wall(), now, self.pane_id, old, new, self.agent)
-        if self._events_fh is not None:
-            with contextlib.suppress(OSError, ValueError):
-                self._events_fh.write(json.dumps(change.as_json(), ensure_ascii=False) + "\n")
-                self._events_fh.flush()
         for callback in list(self._subscribers):
             try:
                 callback(change)
             except Exception:  # one bad subscriber must not stop detection or the others
                 log.exception("state subscriber failed")
+        if self._events_fh is not None:  # last, like the recording
+            try:
+                self._events_fh.write(json.dumps(change.as_json(), ensure_ascii=False) + "\n")
+                self._events_fh.flush()
+            except (OSError, ValueError) as exc:
+                fh, self._events_fh = self._events_fh, None
+                self._file_failed("the events log", fh, exc)
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         """`callback(change)` on every state change; returns the function that unsubscribes."""

@@ -162,13 +162,13 @@ class LiveAgent:
         """Type `prompt` through the input guard (refused if the pane is blocked), then Enter."""
         self.scenario = next((w[4:] for w in prompt.split() if w.startswith("SCN=")), "")
         guard = InputGuard(self.pane, pane_id=self.pane_id)
-        guard.send(prompt, enter=False)
+        await guard.send(prompt, enter=False)
         tail = prompt[-12:]
         if not await self.until(lambda: tail in self.text(), timeout):
             raise TimeoutError(f"{self.agent}: typed text never showed; screen:\n{self.text()}")
         await asyncio.sleep(TYPE_PAUSE)
         self.markers.append((self._now(), "submitted"))
-        guard.send("", enter=True)
+        await guard.send("", enter=True)
 
     def screen_idle(self) -> bool:
         """The turn's final reply is on screen with the composer back (what a user sees as idle)."""

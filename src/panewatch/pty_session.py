@@ -24,6 +24,8 @@ from typing import Any
 
 import psutil
 
+from panewatch.reaper import KILL_STEPS, end_groups, running, signal_groups
+
 OutputHandler = Callable[[bytes], None]
 EofHandler = Callable[[], None]
 
@@ -305,47 +307,24 @@ class PtySession:
                     groups.add(os.getpgid(member.pid))
         return groups, members
 
-    def _signal_groups(self, sig: int, groups: set[int]) -> None:
-        for pgid in groups:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, sig)
-
     def _alive(self, members: list[psutil.Process]) -> bool:
-        # Zombies count as gone: orphans are reaped by init, on its own schedule.
-        if self._proc.poll() is None:
-            return True
-        for proc in members:
-            with contextlib.suppress(psutil.Error):
-                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
-                    return True
-        return False
-
-    def _kill_steps(self) -> list[tuple[int, float]]:
-        return [(signal.SIGHUP, 0.5), (signal.SIGTERM, 0.5), (signal.SIGKILL, 1.0)]
+        return self._proc.poll() is None or running(members)
 
     def close(self) -> None:
         """Hang up, then terminate, then kill every group of the session (bounded waits), reap, close the pty."""
         groups, members = self._targets()
-        for sig, grace in self._kill_steps():
-            if not self._alive(members):
-                break
-            if sig == signal.SIGHUP:
-                self._signal_groups(signal.SIGCONT, groups)  # a stopped job must wake to see the hangup
-            self._signal_groups(sig, groups)
-            deadline = time.monotonic() + grace
-            while self._alive(members) and time.monotonic() < deadline:
-                time.sleep(0.005)
+        end_groups(groups, lambda: self._alive(members))
         self._release()
 
     async def aclose(self) -> None:
         """`close()` without blocking the event loop during the grace periods."""
         groups, members = self._targets()
-        for sig, grace in self._kill_steps():
+        for sig, grace in KILL_STEPS:
             if not self._alive(members):
                 break
             if sig == signal.SIGHUP:
-                self._signal_groups(signal.SIGCONT, groups)
-            self._signal_groups(sig, groups)
+                signal_groups(signal.SIGCONT, groups)
+            signal_groups(sig, groups)
             deadline = time.monotonic() + grace
             while self._alive(members) and time.monotonic() < deadline:
                 await asyncio.sleep(0.005)

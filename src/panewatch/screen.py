@@ -2,7 +2,8 @@
 
 Backed by libghostty-vt through pyghostty. The interface is deliberately small (feed, snapshot,
 resize, replies) so the engine can be swapped. Scrollback is never kept nor read: an answered
-prompt that scrolled out of view must not be classified.
+prompt that scrolled out of view must not be classified. A closed screen (its pane exited) frees
+the engine and keeps only its last picture: the snapshot and a repaint of it.
 """
 
 from __future__ import annotations
@@ -47,6 +48,17 @@ class ScreenStats:
 
 ReplyHandler = Callable[[bytes], None]
 
+# A closed screen keeps its VT repaint up to this size; a bigger one (a huge screen, every cell in its
+# own colour) becomes the plain text, so what an exited pane keeps stays small.
+MAX_KEPT_REPAINT = 64 * 1024
+
+
+def plain_repaint(snapshot: Snapshot) -> bytes:
+    """VT bytes that draw `snapshot`'s text (no colours): clear, home, one row per line, the cursor."""
+    col, row = snapshot.cursor
+    body = "\r\n".join(snapshot.rows).encode("utf-8", "replace")
+    return b"\x1b[0m\x1b[2J\x1b[H" + body + f"\x1b[{row + 1};{col + 1}H".encode()
+
 
 @dataclass
 class Screen:
@@ -58,22 +70,24 @@ class Screen:
 
     def __post_init__(self) -> None:
         self._term = _ghostty.new_terminal(self.cols, self.rows)
-        self._text = _ghostty.VisibleText(self._term)
-        self._state = _ghostty.StateReader(self._term)
+        self._text: _ghostty.VisibleText | None = _ghostty.VisibleText(self._term)
+        self._state: _ghostty.StateReader | None = _ghostty.StateReader(self._term)
         self._reply: ReplyHandler | None = None
         self._cached: Snapshot | None = None
+        self._kept: bytes | None = None  # the repaint of a closed screen
 
     def on_reply(self, handler: ReplyHandler | None) -> None:
         """Receive the engine's answers to terminal queries (DA1, DSR, ...); a headless pane writes them back."""
         self._reply = handler
-        self._term.on_reply(None if handler is None else self._forward_reply)
+        if not self.closed:
+            self._term.on_reply(None if handler is None else self._forward_reply)
 
     def _forward_reply(self, data: bytes) -> None:
         if self._reply is not None:
             self._reply(data)
 
     def feed(self, data: bytes) -> None:
-        if not data:
+        if not data or self.closed:
             return
         self.stats.fed_bytes += len(data)
         self._cached = None
@@ -84,7 +98,7 @@ class Screen:
 
     def resize(self, cols: int, rows: int) -> None:
         cols, rows = max(1, min(cols, 1000)), max(1, min(rows, 500))
-        if (cols, rows) == (self.cols, self.rows):
+        if (cols, rows) == (self.cols, self.rows) or self.closed:
             return
         try:
             self._term.resize(cols, rows)
@@ -96,13 +110,15 @@ class Screen:
 
     def invalidate(self) -> None:
         """Forget the cached snapshot: the next one is read from the engine again."""
-        self._cached = None
+        if not self.closed:
+            self._cached = None
 
     def snapshot(self) -> Snapshot:
         """The visible screen now. Cached until the next feed or resize."""
         if self._cached is not None:
             return self._cached
         try:
+            assert self._text is not None and self._state is not None  # closed: the last snapshot stays cached
             text = self._text.read(self.cols, self.rows)
             title, alt, cursor = self._state.read()
         except Exception:
@@ -116,11 +132,28 @@ class Screen:
 
     def vt_dump(self) -> bytes:
         """VT bytes that repaint this screen on another terminal (a viewer joining late); b"" on failure."""
+        if self._kept is not None:
+            return self._kept
         try:
             return _ghostty.vt_dump(self._term)
         except Exception:
             self.stats.engine_errors += 1
             return b""
 
+    @property
+    def closed(self) -> bool:
+        return self._kept is not None
+
     def close(self) -> None:
+        """Free the engine (tens of KB per screen). The screen stays readable as it was last: its
+        snapshot and repaint; feeds and resizes are ignored from now on."""
+        if self.closed:
+            return
+        snapshot = self.snapshot()
+        repaint = self.vt_dump()
+        self._kept = repaint if len(repaint) <= MAX_KEPT_REPAINT else plain_repaint(snapshot)
+        self._reply = None
+        self._term.on_reply(None)
         self._term.close()
+        # The readers hold buffers sized to the screen; they must never touch the freed engine.
+        self._term = self._text = self._state = None

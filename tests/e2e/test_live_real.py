@@ -89,7 +89,7 @@ async def _bash_turn(agent: LiveAgent) -> None:
     assert await agent.until(lambda: dialog in agent.first_seen, 10), agent.text()
     guard = InputGuard(agent.pane, pane_id=agent.pane_id)
     with pytest.raises(PaneBlockedError):
-        guard.send("this must not land in the dialog")
+        await guard.send("this must not land in the dialog")
     answered_at = len(agent.changes)
     for attempt in range(1, 4):
         prompt = guard.prompt()

@@ -4,9 +4,10 @@ Files in `paths.runtime_dir()` (0700), all 0600:
 
     board.sock    the unix socket: `run` panes register here, the pane commands talk here
     board.pid     the daemon's pid, under an exclusive flock for its whole life (one daemon per user)
-    board.token   the board's secret for this daemon's life (the browser exchanges it for a cookie)
-    board.json    {"pid", "url", "host", "port"}: where the board is served (without the token)
-    board.log     stderr of a daemon started on demand
+    board.json    {"pid", "url", "host", "port"}: where the board is served (no secret in it)
+    board-open-*.html  launcher pages `panewatch board` hands a browser, each carrying a one-time
+                  sign-in token; the daemon removes them when the token expires
+    board.log     the log of a daemon started on demand
 """
 
 from __future__ import annotations
@@ -59,11 +60,15 @@ async def open_connection() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 
 def spawn_daemon(idle_exit: float | None = AUTOSTART_IDLE_EXIT) -> subprocess.Popen[bytes]:
-    """Start `panewatch serve` detached from our terminal and session; its stderr goes to board.log."""
-    argv = [sys.executable, "-m", "panewatch", "serve", "--quiet"]
+    """Start `panewatch serve` detached from our terminal and session, logging to board.log (bounded, rotated).
+
+    Its stderr goes to board.log too, for what an interpreter that fails to start prints; once up,
+    the daemon lets go of that descriptor (logs.py), so only the rotating handler ever writes there.
+    """
+    log_path = runtime_file("board.log")
+    argv = [sys.executable, "-m", "panewatch", "serve", "--quiet", "--log-file", str(log_path)]
     if idle_exit is not None:
         argv += ["--idle-exit", str(idle_exit)]
-    log_path = runtime_file("board.log")
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fd,
@@ -114,7 +119,9 @@ async def call(op: str, *, autostart: bool = False, timeout: float | None = 30.0
 
 
 def ensure_daemon(timeout: float = START_TIMEOUT) -> dict[str, Any]:
-    """Start the daemon if needed and return its `board` info: {"url", "pid", "port", ...}.
+    """Start the daemon if needed and return its `board` info: {"url" (no secret), "pid", "port", ...}.
+
+    To sign a browser in, ask the daemon for a one-time link: `call("login")` → {"url", "expires_in"}.
 
     For callers outside an event loop (the demo, scripts). Inside one, use `call("info", autostart=True)`.
     """

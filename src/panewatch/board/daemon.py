@@ -6,10 +6,14 @@ the headless panes made by `panewatch new`, and serves the board over HTTP on lo
 
 Unix-socket operations (JSON lines, see rpc.py), params → result:
 
-    info                                        → {url, pid, port, panes, version}
+    info                                        → {url, pid, port, panes, version}; url has no secret
+    login    {launcher?}                         → {url, expires_in, file?}: a one-time sign-in link (security.py);
+                                                  launcher: also a private page forwarding to it, for a browser
     list                                        → {cards}
     new      {argv, name?, cwd?, env?, cols?, rows?, agent?}  → {card}; notified like `run` panes
-    send     {pane, text, enter?}                refused while blocked (error pane_blocked + prompt)
+    send     {pane, text, enter?}                refused while blocked (error pane_blocked + prompt), or
+                                                  while the pane still changes after its last input
+                                                  (pane_busy); requests queue per pane (guard.py)
     answer   {pane, option, fingerprint}         → {option, cleared, state, prompt_after}
     prompt   {pane}                             → {card} (its prompt, if blocked)
     attach   {pane}                             → {card}; then notifications "screen" {data, repaint}
@@ -41,12 +45,16 @@ from typing import Any
 from aiohttp import web
 
 import panewatch
+from panewatch import paths
 from panewatch.board.client import runtime_file, socket_path
+from panewatch.board.limits import ConnectionGate, Limits
 from panewatch.board.model import Card, bad_request
 from panewatch.board.panes import Hub, LocalPane, RemotePane
 from panewatch.board.rpc import MAX_LINE, Peer, RemoteError
-from panewatch.board.security import Access, is_loopback, write_secret
+from panewatch.board.security import LOGIN_TTL, Access, is_loopback, write_launcher, write_secret
+from panewatch.board.watchdog import Watchdog
 from panewatch.board.web import make_app
+from panewatch.hooks import remove_stale_sockets
 from panewatch.live import LivePane, ManifestWatcher, StateChange
 from panewatch.notify import Notifier
 from panewatch.settings import load_settings
@@ -54,6 +62,8 @@ from panewatch.settings import load_settings
 log = logging.getLogger("panewatch.board")
 
 IDLE_CHECK = 5.0
+LISTEN_BACKLOG = 128
+MAX_HEADERS = 48  # browsers send ~20; with aiohttp's 8 KB per field, a connection's headers stay under 400 KB
 _PANE_ENV = ("PANEWATCH_PANE_ID", "PANEWATCH_TOKEN", "PANEWATCH_SOCKET")  # a nested pane reports to its own runtime
 
 
@@ -71,11 +81,13 @@ class _Conn:
 
 
 class Daemon:
-    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, idle_exit: float | None = None) -> None:
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, idle_exit: float | None = None,
+                 login_ttl: float = LOGIN_TTL, limits: Limits | None = None) -> None:
         if not is_loopback(host):
             raise ValueError(f"refusing to serve the board on {host!r}: it types into shells, so it listens on "
                              "loopback only (reach it from elsewhere through an SSH tunnel)")
-        self.host, self.port, self.idle_exit = host, port, idle_exit
+        self.host, self.port, self.idle_exit, self.login_ttl = host, port, idle_exit, login_ttl
+        self.gate = ConnectionGate((limits or Limits()).fit())  # held well below our descriptor limit
         self.pid = os.getpid()
         self.hub = Hub()
         self.stats: Counter[str] = Counter()
@@ -86,13 +98,16 @@ class Daemon:
         self._settings = settings
         self.notifier: Notifier | None = None  # desktop/command notifications for headless panes
         self.watcher = ManifestWatcher()
+        self.watchdog = Watchdog()  # ends the headless panes' sessions if we die, even by kill -9
         self.access: Access | None = None
         self._lock_fd: int | None = None
         self._server: asyncio.AbstractServer | None = None
         self._runner: web.AppRunner | None = None
+        self._web: asyncio.AbstractServer | None = None
         self._stop: asyncio.Event | None = None
         self._reports: Any = None  # hooks.ReportServer, made when the first claude pane starts
         self._idle_task: asyncio.Task[None] | None = None
+        self._launchers: set[Path] = set()  # launcher pages not yet removed (their token expires with them)
 
     # -- lifetime ------------------------------------------------------------------------------
 
@@ -100,9 +115,12 @@ class Daemon:
         self._stop = asyncio.Event()
         self._lock()
         try:
-            token = Access.new_token()
-            await self._start_web(token)
-            write_secret(runtime_file("board.token"), token)
+            remove_stale_sockets()  # left by processes killed before they could remove them
+            self.watcher.start()  # for our whole life: a manifest added while no pane runs counts too
+            await self.watchdog.start()
+            with contextlib.suppress(FileNotFoundError):
+                runtime_file("board.token").unlink()  # left by an older version: no long-lived secret exists any more
+            await self._start_web()
             await self._start_socket()
             write_secret(runtime_file("board.json"), json.dumps(
                 {"pid": self.pid, "url": self.base_url, "host": self.host, "port": self.port}))
@@ -123,22 +141,27 @@ class Daemon:
         os.write(fd, f"{self.pid}\n".encode())
         self._lock_fd = fd  # held until we exit; the kernel drops it if we die, so it is never stale
 
-    async def _start_web(self, token: str) -> None:
+    async def _start_web(self) -> None:
         # Bind first: the port (maybe ephemeral) must be known to Access before the app exists.
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         try:
             sock.bind((self.host, self.port))
-            sock.listen(128)
+            sock.listen(LISTEN_BACKLOG)
             sock.setblocking(False)
         except BaseException:
             sock.close()
             raise
         self.port = sock.getsockname()[1]
-        self.access = Access(token, self.host, self.port)
-        self._runner = web.AppRunner(make_app(self, self.access), access_log=None, handle_signals=False)
+        self.access = Access(self.host, self.port, login_ttl=self.login_ttl)
+        limits = self.gate.limits
+        self._runner = web.AppRunner(make_app(self, self.access), access_log=None, handle_signals=False,
+                                     keepalive_timeout=limits.idle_timeout, max_headers=MAX_HEADERS)
         await self._runner.setup()
-        await web.SockSite(self._runner, sock).start()
+        assert self._runner.server is not None
+        # Our own listener rather than a web.SockSite: every connection passes the gate (limits.py) first.
+        self._web = await asyncio.get_running_loop().create_server(self.gate.factory(self._runner.server),
+                                                                   sock=sock, backlog=LISTEN_BACKLOG)
 
     async def _start_socket(self) -> None:
         path = socket_path()
@@ -158,10 +181,22 @@ class Daemon:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/"
 
-    @property
-    def url(self) -> str:
+    def login(self, *, launcher: bool = False) -> dict[str, Any]:
+        """A one-time sign-in link; with `launcher`, also a private page forwarding to it (removed at expiry)."""
         assert self.access is not None
-        return f"{self.base_url}?token={self.access.token}"
+        url = f"{self.base_url}?token={self.access.mint()}"
+        reply: dict[str, Any] = {"url": url, "expires_in": self.access.login_ttl}
+        if launcher:
+            path = write_launcher(paths.runtime_dir(), url)
+            self._launchers.add(path)
+            asyncio.get_running_loop().call_later(self.access.login_ttl, self._remove_launcher, path)
+            reply["file"] = str(path)
+        return reply
+
+    def _remove_launcher(self, path: Path) -> None:
+        self._launchers.discard(path)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
 
     def stop(self) -> None:
         if self._stop is not None:
@@ -182,6 +217,11 @@ class Daemon:
         for conn in list(self.connections):
             await conn.peer.close()
         await self.hub.close()
+        await self.watchdog.close()
+        self.watcher.stop()
+        if self._web is not None:
+            self._web.close()  # no new connections; the runner's cleanup closes the open ones
+            self._web = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -190,9 +230,10 @@ class Daemon:
         if self.notifier is not None:
             self.notifier.close()
         if self._lock_fd is not None:
-            for name in ("board.json", "board.token"):
-                with contextlib.suppress(FileNotFoundError):
-                    runtime_file(name).unlink()
+            with contextlib.suppress(FileNotFoundError):
+                runtime_file("board.json").unlink()
+            for path in list(self._launchers):
+                self._remove_launcher(path)
             os.close(self._lock_fd)  # the pid file stays: unlinking it would race a new daemon's lock
             self._lock_fd = None
 
@@ -253,8 +294,10 @@ class Daemon:
         if op == "register":
             return self._register(conn, msg)
         if op == "info":
-            return {"url": self.url, "pid": self.pid, "port": self.port, "panes": len(self.hub.panes),
+            return {"url": self.base_url, "pid": self.pid, "port": self.port, "panes": len(self.hub.panes),
                     "version": panewatch.__version__}
+        if op == "login":
+            return self.login(launcher=bool(msg.get("launcher")))
         if op == "list":
             return {"cards": self.hub.cards()}
         if op == "new":
@@ -345,6 +388,7 @@ class Daemon:
         except OSError as exc:
             local.endpoint.close()
             raise RemoteError("spawn_failed", f"cannot run {argv[0]!r}: {exc.strerror or exc}") from None
+        self.watchdog.watch(pane)
         local.card = local.endpoint.card()
         self.hub.add(local)
         return local.card

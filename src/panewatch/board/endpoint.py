@@ -4,12 +4,14 @@ The same class serves a headless pane inside the daemon and a `run` pane in its 
 (where `BoardLink` forwards calls over the socket), so both behave alike: the guard runs where
 the pane's screen is, next to the bytes it judges.
 
-Input paths, all here:
+Input paths, all here, all through the pane's one InputGuard (its policy, its turn):
   * `send(text)`   InputGuard.send, refused while blocked (also when only a hook says blocked);
   * `answer(option, fingerprint)`   InputGuard.answer, bound to the prompt the user saw;
-  * `keys(bytes)`  a live terminal view's keystrokes: refused while blocked (answer with the
-                   buttons); `attached=True` (the user's own terminal shows the whole pane, as
-                   under `run`) lets them through, but never into an exited pane.
+  * `keys(bytes)`  a live terminal view's keystrokes: InputGuard.keys, refused while blocked
+                   (answer with the buttons); `attached=True` (the user's own terminal shows the
+                   whole pane, as under `run`) bypasses the guard like `run`'s key pump, but never
+                   into an exited pane.
+Any of them may be refused with kind "pane_busy" while the pane is still changing after its last input.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 
 from panewatch.board.model import Card, guard_error, prompt_json
 from panewatch.board.rpc import RemoteError
-from panewatch.errors import GuardError, PaneBlockedError
+from panewatch.errors import GuardError
 from panewatch.guard import InputGuard
 from panewatch.live import LivePane, StateChange
 from panewatch.prompt import Prompt, parse_prompt
@@ -134,20 +136,14 @@ class PaneEndpoint:
 
     # -- input ---------------------------------------------------------------------------------
 
-    def _refuse_if_blocked(self) -> None:
-        self.pane.classify_now()
-        if self.pane.state.state == "blocked":  # a hook may know before the screen shows it
-            raise guard_error(PaneBlockedError(self.guard.prompt(), self.pane.pane_id))
-
     def _refuse_if_exited(self) -> None:
         if self.pane.exited:
             raise RemoteError("exited", f"pane {self.pane.pane_id} has exited")
 
-    def send(self, text: str, enter: bool = True) -> None:
+    async def send(self, text: str, enter: bool = True) -> None:
         self._refuse_if_exited()
         try:
-            self._refuse_if_blocked()
-            self.guard.send(text, enter)
+            await self.guard.send(text, enter)
         except GuardError as exc:
             raise guard_error(exc) from None
 
@@ -163,14 +159,15 @@ class PaneEndpoint:
         return {"option": {"number": result.option.number, "label": result.option.label},
                 "cleared": result.cleared, "state": result.state, "prompt_after": prompt_json(result.prompt_after)}
 
-    def keys(self, data: bytes, *, attached: bool = False) -> None:
+    async def keys(self, data: bytes, *, attached: bool = False) -> None:
         self._refuse_if_exited()
-        if not attached:
-            try:
-                self._refuse_if_blocked()
-            except GuardError as exc:
-                raise guard_error(exc) from None
-        self.pane.write(data)
+        if attached:
+            self.pane.write(data)
+            return
+        try:
+            await self.guard.keys(data)
+        except GuardError as exc:
+            raise guard_error(exc) from None
 
     def resize(self, cols: int, rows: int) -> None:
         self.pane.resize(max(10, min(cols, 500)), max(4, min(rows, 200)))

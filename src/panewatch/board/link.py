@@ -66,6 +66,7 @@ class BoardLink:
 
     @property
     def connected(self) -> bool:
+        """Connected to a daemon (from the moment `register` is sent; see _serve)."""
         return self.peer is not None and not self.peer.closed
 
     async def close(self, linger: float = 0.5) -> None:
@@ -109,15 +110,21 @@ class BoardLink:
         assert self.endpoint is not None
         peer.on_request, peer.on_notify = self._on_request, self._on_notify
         runner = peer.start()
+        # Ours before the daemon hears of us: once it lists this pane, `connected` already holds and
+        # close() closes this connection, however late the reply to `register` comes. (Set after the
+        # reply, a test could see the pane listed while the link said "not connected", and a close()
+        # meanwhile left the connection open: the daemon never saw the run end.) Cards sent before
+        # the daemon registered us are dropped there; the full card follows the reply.
+        self.peer = peer
         try:
             await peer.request("register", card=self.endpoint.card())
         except RemoteError:
             log.debug("board link: register failed", exc_info=True)
+            self.peer = None
             await peer.close()
             await asyncio.sleep(RETRY_MAX)
             return
-        self.peer = peer
-        self.registrations += 1
+        self.registrations += 1  # confirmed: counted on the daemon's reply
         self.endpoint._card = None
         self.endpoint._publish()  # anything that changed while registering
         with contextlib.suppress(asyncio.CancelledError):
@@ -135,12 +142,12 @@ class BoardLink:
         endpoint = self.endpoint
         assert endpoint is not None
         if op == "send":
-            endpoint.send(str(msg.get("text", "")), bool(msg.get("enter", True)))
+            await endpoint.send(str(msg.get("text", "")), bool(msg.get("enter", True)))
             return None
         if op == "answer":
             return await endpoint.answer(str(msg.get("option", "")), str(msg.get("fingerprint", "")))
         if op == "keys":
-            endpoint.keys(base64.b64decode(str(msg.get("data", ""))), attached=bool(msg.get("attached")))
+            await endpoint.keys(base64.b64decode(str(msg.get("data", ""))), attached=bool(msg.get("attached")))
             return None
         if op == "ping":
             return {"card": endpoint.card()}

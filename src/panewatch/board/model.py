@@ -20,6 +20,7 @@ from panewatch.errors import (
     GuardError,
     NotBlockedError,
     PaneBlockedError,
+    PaneBusyError,
     PromptChangedError,
     UnknownOptionError,
 )
@@ -30,6 +31,7 @@ Card = dict[str, Any]
 # GuardError subclass name -> the error kind on the wire (and in the browser's messages).
 _KINDS = {
     PaneBlockedError: "pane_blocked",
+    PaneBusyError: "pane_busy",
     NotBlockedError: "not_blocked",
     PromptChangedError: "prompt_changed",
     UnknownOptionError: "unknown_option",

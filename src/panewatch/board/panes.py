@@ -126,13 +126,13 @@ class LocalPane:
         self.hub.changed(self.id)
 
     async def send(self, text: str, enter: bool) -> None:
-        self.endpoint.send(text, enter)
+        await self.endpoint.send(text, enter)
 
     async def answer(self, option: str, fingerprint: str) -> dict[str, Any]:
         return await self.endpoint.answer(option, fingerprint)
 
     async def keys(self, data: bytes, attached: bool) -> None:
-        self.endpoint.keys(data, attached=attached)
+        await self.endpoint.keys(data, attached=attached)
 
     async def resize(self, cols: int, rows: int) -> None:
         self.endpoint.resize(cols, rows)

@@ -1,27 +1,44 @@
 """Who may use the board. It can type into shells, so it is guarded like a remote shell.
 
 * Loopback only: the daemon refuses to bind anything else (use an SSH tunnel to reach it).
-* A per-daemon secret: `board.token` (0600) in the private runtime dir; the URL the CLI prints
-  carries it once (`/?token=…`), the daemon swaps it for an HttpOnly, SameSite=Strict cookie and
-  redirects to a clean URL, so the token leaves the address bar and history.
+* No long-lived secret on disk or in any process's arguments: any local user can read another
+  process's command line (/proc/PID/cmdline), and the board answers every local user on loopback.
+  The daemon mints ONE-TIME login tokens on request over its unix socket (0600, same-uid peers
+  only). A token works once, for `LOGIN_TTL` seconds; `/?token=…` swaps it for an HttpOnly,
+  SameSite=Strict cookie and redirects to a clean URL, so it leaves the address bar and history.
+  `panewatch board` has the daemon write a private launcher page (0600, in the 0700 runtime dir,
+  unpredictable name, removed when its token expires) that forwards into the board, as Jupyter
+  does, and opens that: the browser's argv carries only a file path.
+* The cookie is random per daemon and lives only in its memory and the browser: a daemon restart
+  signs every tab out (run `panewatch board` again).
 * Host must name this server (127.0.0.1 / localhost / [::1] with our port): a DNS-rebinding page
   ("evil.example" resolving to 127.0.0.1) sends its own name as Host and is refused.
 * Origin, when a browser sends it, must be this server's own origin; the websocket requires it
   (browsers always send it there), so another site cannot open a websocket with our cookie.
 * Only GET and HEAD exist; there is no CORS at all (no Access-Control-* header is ever sent),
   and every response forbids framing, sniffing, caching and referrers.
+* Secrets have a recognisable shape (`pwb_…` login tokens, `pwc_…` cookies) so `redact()` can
+  take them out of any text bound for a log, whatever carried them there.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import html
 import ipaddress
 import os
+import re
 import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 LOOPBACK_NAMES = ("localhost",)
+LOGIN_PREFIX, COOKIE_PREFIX = "pwb_", "pwc_"
+LOGIN_TTL = 120.0  # seconds a one-time login link stays valid if unused
+MAX_LOGINS = 32  # outstanding one-time tokens kept; minting more drops the oldest
 SECURITY_HEADERS = {
     # 'unsafe-inline' styles only: xterm.js injects <style> elements for its colours. Scripts: files only.
     "Content-Security-Policy": ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
@@ -34,6 +51,17 @@ SECURITY_HEADERS = {
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Resource-Policy": "same-origin",
 }
+# What a log line must never show: our secrets by their shape, and the value of any `token=`
+# (percent-encoded or not, any case) or board cookie, should something else carry one.
+_SECRET = re.compile(r"(pw[bc]_)[A-Za-z0-9_-]*"
+                     r"|((?:t|%74)(?:o|%6f)(?:k|%6b)(?:e|%65)(?:n|%6e)\s*(?:=|%3d)\s*)[^\s&;'\"\\]*"
+                     r"|(panewatch_board_\d*\s*=\s*)[^\s;'\"\\]*", re.IGNORECASE)
+_LAUNCHER_PAGE = """<!doctype html>
+<html><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">
+<meta http-equiv="refresh" content="0;url={url}"><title>panewatch board</title></head>
+<body style="font-family:sans-serif;margin:3em"><p>Opening the panewatch board…
+If nothing happens, <a href="{url}">open it here</a> (this link works once).</p></body></html>
+"""
 
 
 def is_loopback(host: str) -> bool:
@@ -43,6 +71,11 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def redact(text: str) -> str:
+    """`text` with every board secret (and anything passed as a token or board cookie) blanked out."""
+    return _SECRET.sub(lambda m: (m.group(1) or m.group(2) or m.group(3)) + "<redacted>", text)
 
 
 def write_secret(path: Path, value: str) -> None:
@@ -57,22 +90,56 @@ def write_secret(path: Path, value: str) -> None:
     os.replace(tmp, path)
 
 
-class Access:
-    """The checks for one daemon: its token, and the host names and origins that are its own."""
+def write_launcher(directory: Path, url: str) -> Path:
+    """A new private page in `directory` (0600, unguessable name, never an existing file) forwarding to `url`."""
+    path = directory / f"board-open-{secrets.token_hex(12)}.html"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, _LAUNCHER_PAGE.format(url=html.escape(url, quote=True)).encode())
+    finally:
+        os.close(fd)
+    return path
 
-    def __init__(self, token: str, host: str, port: int) -> None:
-        self.token = token
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+class Access:
+    """The checks for one daemon: its one-time login tokens, its cookie, the hosts and origins that are its own."""
+
+    def __init__(self, host: str, port: int, *, login_ttl: float = LOGIN_TTL, max_logins: int = MAX_LOGINS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.port = port
         names = {"127.0.0.1", "localhost", "[::1]", host if ":" not in host else f"[{host}]"}
         self.hosts = {f"{name}:{port}" for name in names}
         self.origins = {f"http://{h}" for h in self.hosts}
-        # The cookie is derived, not the token itself: a leaked cookie does not reveal the URL secret.
-        self.cookie_value = hmac.new(token.encode(), b"panewatch-board-cookie", hashlib.sha256).hexdigest()
+        self.cookie_value = COOKIE_PREFIX + secrets.token_urlsafe(32)
         self.cookie_name = f"panewatch_board_{port}"  # cookies ignore ports: one per daemon
+        self.login_ttl, self._max_logins, self._clock = login_ttl, max_logins, clock
+        # Digests, not tokens: nothing kept here is a usable secret, and lookups compare no secret bytes.
+        self._logins: OrderedDict[bytes, float] = OrderedDict()  # digest → expiry, oldest first
 
-    @staticmethod
-    def new_token() -> str:
-        return secrets.token_urlsafe(32)
+    def mint(self) -> str:
+        """A new one-time login token, valid once within `login_ttl` seconds."""
+        self._expire()
+        token = LOGIN_PREFIX + secrets.token_urlsafe(32)
+        self._logins[_digest(token)] = self._clock() + self.login_ttl
+        while len(self._logins) > self._max_logins:
+            self._logins.popitem(last=False)
+        return token
+
+    def redeem(self, token: str | None) -> bool:
+        """True once for a token `mint()` gave out, if it has not expired; it is spent either way."""
+        self._expire()
+        return token is not None and self._logins.pop(_digest(token), None) is not None
+
+    def _expire(self) -> None:
+        now = self._clock()
+        for digest, expiry in list(self._logins.items()):
+            if expiry > now:
+                break  # in minting order, and every token gets the same ttl
+            del self._logins[digest]
 
     def host_ok(self, host: str | None) -> bool:
         return host is not None and host.lower() in self.hosts
@@ -81,9 +148,6 @@ class Access:
         if origin is None:
             return not required
         return origin.lower() in self.origins
-
-    def token_ok(self, token: str | None) -> bool:
-        return token is not None and hmac.compare_digest(token.encode(), self.token.encode())
 
     def cookie_ok(self, value: str | None) -> bool:
         return value is not None and hmac.compare_digest(value.encode(), self.cookie_value.encode())

@@ -6,9 +6,11 @@ Every request passes `guard` first (see security.py for the why of each check):
     foreign Origin                 → 403
     websocket without Origin       → 403
     not GET/HEAD                   → 405
-    /?token=RIGHT                  → 303 to / with the session cookie
-    /?token=WRONG                  → 403
+    GET /?token=ONE-TIME           → the session cookie, and a page that moves on to / (the token is spent)
+    /?token=ANY, already signed in → that page again (a used link opened again)
+    /?token=SPENT/EXPIRED/WRONG    → 403
     no (or a wrong) cookie         → 401
+    websocket beyond the cap       → 503
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ STATIC = Path(str(resources.files("panewatch.board") / "static"))
 _DENIED_PAGE = """<!doctype html><meta charset="utf-8"><title>panewatch board</title>
 <body style="font-family:sans-serif;margin:3em"><h1>panewatch board: {title}</h1><p>{text}</p></body>"""
 
+_SIGNED_IN_PAGE = """<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=/">
+<title>panewatch board</title><body style="font-family:sans-serif;margin:3em"><p>Signed in.
+<a href="/">Open the board</a>.</p></body>"""
+
 
 def _denied(status: int, title: str, text: str) -> web.Response:
     return web.Response(status=status, text=_DENIED_PAGE.format(title=title, text=text), content_type="text/html")
@@ -43,7 +49,8 @@ def make_app(daemon: Daemon, access: Access) -> web.Application:
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
-            response = await _check(request, handler)
+            with daemon.gate.handling(request.transport):  # not idle while this runs (limits.py)
+                response = await _check(request, handler)
         except web.HTTPException as exc:  # 404s and the like: the same headers
             for name, value in SECURITY_HEADERS.items():
                 exc.headers.setdefault(name, value)
@@ -63,18 +70,24 @@ def make_app(daemon: Daemon, access: Access) -> web.Application:
             return _denied(403, "cross-site request refused", "Requests from other sites are not accepted.")
         if request.method not in ("GET", "HEAD"):
             return _denied(405, "method not allowed", "The board takes no requests but GET.")
+        signed_in = access.cookie_ok(request.cookies.get(access.cookie_name))
         if "token" in request.query:
-            if request.path != "/" or not access.token_ok(request.query.get("token")):
+            redeemed = request.path == "/" and request.method == "GET" and access.redeem(request.query["token"])
+            if not redeemed and not (signed_in and request.path == "/"):
                 daemon.stats["refused_token"] += 1
-                return _denied(403, "wrong token", "This link is not valid (any more): run "
-                                                   "<code>panewatch board</code> for the current one.")
-            response = web.Response(status=303, headers={"Location": "/"})
-            response.set_cookie(access.cookie_name, access.cookie_value, httponly=True, samesite="Strict", path="/")
+                return _denied(403, "link not valid", "Board links work once, within a few minutes: run "
+                                                      "<code>panewatch board</code> for a new one.")
+            # Not a 303: a redirect keeps the initiator of the navigation (a launcher file, another site),
+            # and the browser then holds back our SameSite=Strict cookie. A hop from our own page does not.
+            response = web.Response(text=_SIGNED_IN_PAGE, content_type="text/html")
+            if redeemed:
+                response.set_cookie(access.cookie_name, access.cookie_value, httponly=True, samesite="Strict",
+                                    path="/")
             return response
-        if not access.cookie_ok(request.cookies.get(access.cookie_name)):
+        if not signed_in:
             daemon.stats["refused_cookie"] += 1
-            return _denied(401, "not signed in", "Open the link that <code>panewatch board</code> prints "
-                                                 "(it carries this board's secret).")
+            return _denied(401, "not signed in", "Run <code>panewatch board</code>: it opens the board "
+                                                 "(or prints a one-time link to it).")
         return await handler(request)
 
     async def index(request: web.Request) -> web.StreamResponse:
@@ -86,6 +99,9 @@ def make_app(daemon: Daemon, access: Access) -> web.Application:
     async def websocket(request: web.Request) -> web.StreamResponse:
         from panewatch.board.wsession import BoardSession
 
+        if daemon.clients >= daemon.gate.limits.websockets:
+            daemon.stats["refused_websocket"] += 1
+            return _denied(503, "too many board tabs", "Close another tab of this board and reload.")
         return await BoardSession(daemon, request).run()
 
     app = web.Application(middlewares=[guard], client_max_size=64 * 1024)

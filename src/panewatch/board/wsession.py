@@ -57,10 +57,14 @@ class BoardSession:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def run(self) -> web.WebSocketResponse:
-        await self.ws.prepare(self.request)
+        self.daemon.clients += 1  # counted from the handshake on: the cap (web.py) holds under a burst of them
+        try:
+            await self.ws.prepare(self.request)
+        except BaseException:
+            self.daemon.clients -= 1
+            raise
         hub = self.daemon.hub
         hub.listeners.add(self._on_card)
-        self.daemon.clients += 1
         writer = asyncio.get_running_loop().create_task(self._writer())
         try:
             await self.ws.send_json({"op": "hello", "cooldown": self.daemon.notify_cooldown, "pid": self.daemon.pid})

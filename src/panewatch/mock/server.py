@@ -288,5 +288,8 @@ def _handler_for(kind: Kind) -> Handle:
     if kind == "openai":
         from panewatch.mock import openai
         return openai.handle
+    if kind == "chat":
+        from panewatch.mock import chat
+        return chat.handle
     from panewatch.mock import gemini
     return gemini.handle

@@ -302,6 +302,7 @@ async function confirmAnswer(id) {
 function refusal(reply) {
   if (reply.error === "prompt_changed") return "Refused: the prompt changed since you saw it. Nothing was typed; check the new prompt.";
   if (reply.error === "not_blocked") return "Refused: the pane is no longer waiting on this prompt. Nothing was typed.";
+  if (reply.error === "pane_busy") return "Refused: the pane is busy changing. Nothing was typed; try again in a moment.";
   return `Refused: ${reply.message || reply.error}`;
 }
 

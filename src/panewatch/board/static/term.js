@@ -1,7 +1,9 @@
 // The live terminal view of one pane (xterm.js, loaded only when a view is first opened).
 // Frames: 4-byte view generation, 1 byte kind (0 repaint, 1 output), then the pane's bytes.
 // Typing is sent only while the pane is interactive; a blocked pane is answered with the card's
-// buttons (the daemon refuses keys then anyway).
+// buttons (the daemon refuses keys then anyway). One keys request at a time: the daemon's guard
+// waits for what each write caused to settle before the next, so keys typed meanwhile go together
+// in the next request (as a terminal's type-ahead would) instead of queueing one by one.
 
 import { Terminal } from "./vendor/xterm.mjs";
 import { FitAddon } from "./vendor/addon-fit.mjs";
@@ -18,6 +20,8 @@ let pane = null;
 let board = null;
 let gen = 0;           // the generation being shown; frames of older ones are dropped
 let interactive = false;
+let typed = "";        // keys typed while the previous keys request is in flight
+let sending = false;
 
 export function open(id, api) {
   board = api;
@@ -30,7 +34,7 @@ export function open(id, api) {
     fit = new FitAddon();
     term.loadAddon(fit);
     term.open($("term"));
-    term.onData((data) => { if (interactive && pane) board.send({ op: "keys", pane, data }); });
+    term.onData((data) => { if (interactive && pane) { typed += data; sendKeys(); } });
     $("view-close").onclick = close;
     $("view-fit").onclick = () => {
       const size = fit.proposeDimensions();
@@ -45,6 +49,18 @@ export function open(id, api) {
   term.focus();
 }
 
+function sendKeys() {
+  if (sending || !typed || !pane) return;
+  const data = typed;
+  typed = "";
+  sending = true;
+  board.request({ op: "keys", pane, data })
+    .catch((reply) => {
+      if (reply.error !== "disconnected") $("view-note").textContent = `not typed: ${reply.message || reply.error}`;
+    })
+    .finally(() => { sending = false; sendKeys(); });
+}
+
 export function reopen() {
   if (pane) { gen = 0; board.send({ op: "view", pane }); }
 }
@@ -52,6 +68,7 @@ export function reopen() {
 export function close() {
   if (board) board.send({ op: "unview" });
   pane = null;
+  typed = "";
   $("view").hidden = true;
   document.body.classList.remove("viewing");
 }

@@ -1,0 +1,316 @@
+"""The guard under pipelined input (issue 10, defect 1): writes that arrive faster than the agent draws
+what the previous one caused. First against a scripted pane in virtual time (the wait and its bound),
+then a real daemon with a real agent in a headless pane whose first key opens a dialog a moment later."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import selectors
+import socket
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from boardutil import ServeProcess, card, new_agent, wait_for, wait_state
+from panewatch.board.client import socket_path
+from panewatch.board.model import guard_error
+from panewatch.cast import read_cast
+from panewatch.combine import PaneState
+from panewatch.corpus import bundled_root
+from panewatch.errors import AgentExitedError, PaneBlockedError, PaneBusyError, PromptChangedError
+from panewatch.guard import BUSY_TIMEOUT, QUIET, REACTION, InputGuard
+from panewatch.screen import Snapshot
+
+T = TypeVar("T")
+
+DIALOG = """ Bash command
+   {command}
+
+ Do you want to proceed?
+ ❯ 1. Yes
+   2. No
+ Esc to cancel"""
+
+
+class _JumpingSelector(selectors.SelectSelector):
+    """Never waits: when nothing is ready it moves its loop's clock to the next timer instead."""
+
+    def __init__(self, loop: VirtualTimeLoop) -> None:
+        super().__init__()
+        self.loop = loop
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        ready = super().select(0)
+        if not ready and timeout is None:
+            raise RuntimeError("the virtual-time loop would wait forever: nothing scheduled")
+        if not ready and timeout:
+            self.loop.now += timeout
+        return ready
+
+
+class VirtualTimeLoop(asyncio.SelectorEventLoop):
+    """An asyncio loop on a virtual clock: sleeps, timers and timeouts behave as on the real one, but
+    take no real time, and what the scripted pane draws happens at exact virtual times."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        super().__init__(_JumpingSelector(self))
+
+    def time(self) -> float:
+        return self.now
+
+
+def virtual(coro: Coroutine[Any, Any, T]) -> T:
+    with asyncio.Runner(loop_factory=VirtualTimeLoop) as runner:
+        return runner.run(coro)
+
+
+def now() -> float:
+    return asyncio.get_running_loop().time()
+
+
+class ScriptedPane:
+    """A GuardedPane for the virtual-time loop. `react(data)` says what the agent draws after a write:
+    a list of (delay, state, screen text)."""
+
+    def __init__(self, state: str = "idle", text: str = "> ") -> None:
+        self.state, self.text = state, text
+        self.last_output = self.last_input = float("-inf")
+        self.written: list[tuple[float, bytes]] = []
+        self.checked_at: list[float] = []
+        self.react: Callable[[bytes], list[tuple[float, str, str]]] = lambda data: []
+        self.spinner: asyncio.TimerHandle | None = None
+
+    def clock(self) -> float:
+        return now()
+
+    def draw(self, state: str, text: str) -> None:
+        self.state, self.text = state, text
+        self.last_output = now()
+
+    def frames_every(self, period: float) -> None:
+        """A spinner: the same screen redrawn every `period`, from now on."""
+        self.draw(self.state, self.text)
+        self.spinner = asyncio.get_running_loop().call_later(period, self.frames_every, period)
+
+    def classify_now(self) -> PaneState:
+        self.checked_at.append(now())
+        return PaneState(self.state, "screen", None)
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot.from_text(self.text, height=12)
+
+    def write(self, data: bytes) -> None:
+        self.written.append((now(), data))
+        self.last_input = now()
+        for delay, state, text in self.react(data):
+            asyncio.get_running_loop().call_later(delay, self.draw, state, text)
+
+    @property
+    def typed(self) -> list[bytes]:
+        return [data for _, data in self.written]
+
+
+def opens_dialog_after(delay: float, command: str = "rm -rf build/") -> Callable[[bytes], list[tuple[float, str, str]]]:
+    return lambda data: [(delay, "blocked", DIALOG.format(command=command))]
+
+
+def test_a_second_send_waits_for_the_dialog_the_first_one_opens_and_is_refused() -> None:
+    pane = ScriptedPane()
+    pane.react = opens_dialog_after(0.03)
+    guard = InputGuard(pane, pane_id="p1")
+
+    async def both() -> list[BaseException | None]:
+        return await asyncio.gather(guard.send("d", enter=False), guard.send("1"), return_exceptions=True)
+
+    first, second = virtual(both())
+    assert first is None and isinstance(second, PaneBlockedError), (first, second)
+    assert second.prompt.question == "Do you want to proceed?"
+    assert pane.typed == [b"d"]  # the "1" never reached the dialog
+    # The refusal was decided on the screen as it was a reaction window after the write, not before.
+    assert pane.checked_at[-1] - pane.written[0][0] >= REACTION
+
+
+def test_guards_of_one_pane_share_its_turn() -> None:
+    """The board's guard and the demo bot's guard of the same pane queue on one lock."""
+    pane = ScriptedPane()
+    pane.react = lambda data: [(0.005, "idle", "> " + data.decode())]  # the echo
+    board, bot = InputGuard(pane), InputGuard(pane)
+
+    async def interleaved() -> None:
+        await asyncio.gather(board.send("a", enter=False), bot.send("b", enter=False), bot.send("c", enter=False),
+                             board.keys(b"d"))
+
+    virtual(interleaved())
+    assert pane.typed == [b"a", b"b", b"c", b"d"]  # in the order asked, whichever guard asked
+
+
+def test_queued_writes_keep_their_order_and_a_reaction_window_apart() -> None:
+    pane = ScriptedPane()
+    pane.react = lambda data: [(0.005, "idle", "> " + data.decode())]  # the echo
+    guard = InputGuard(pane)
+
+    async def three() -> None:
+        await asyncio.gather(guard.send("a", enter=False), guard.keys(b"\x1b[A"), guard.send("c", enter=False))
+
+    virtual(three())
+    assert pane.typed == [b"a", b"\x1b[A", b"c"]
+    times = [t for t, _ in pane.written]
+    assert all(later - earlier >= REACTION for earlier, later in itertools.pairwise(times))
+
+
+def test_a_working_pane_with_a_10_hz_spinner_still_takes_text() -> None:
+    pane = ScriptedPane("working", "✻ Thinking… (esc to interrupt)")
+
+    async def typed_while_spinning() -> float:
+        pane.frames_every(0.1)
+        await InputGuard(pane).send("also run the linter", enter=False)
+        return pane.last_output
+
+    last_frame = virtual(typed_while_spinning())
+    assert pane.typed == [b"also run the linter"]
+    assert pane.written[0][0] - last_frame >= QUIET  # typed in a gap between frames
+
+
+def test_a_pane_that_never_settles_is_refused_busy_and_nothing_is_typed() -> None:
+    pane = ScriptedPane("working", "streaming")
+
+    async def flooded() -> float:
+        pane.frames_every(QUIET / 2)  # output without a gap long enough to judge the screen
+        start = now()
+        with pytest.raises(PaneBusyError) as refused:
+            await InputGuard(pane, pane_id="p9").send("hello")
+        assert "pane p9 is busy changing" in str(refused.value) and "try again" in str(refused.value)
+        assert refused.value.waited == BUSY_TIMEOUT
+        return now() - start
+
+    waited = virtual(flooded())
+    assert pane.written == [] and waited <= BUSY_TIMEOUT
+
+
+def test_the_bound_includes_the_wait_for_the_turn() -> None:
+    """Queued behind writes that keep a flooding pane busy, a request is refused within its own bound."""
+    pane = ScriptedPane("working", "streaming")
+    guard = InputGuard(pane)
+
+    async def many() -> tuple[list[BaseException | None], float]:
+        pane.frames_every(QUIET / 2)
+        start = now()
+        results = await asyncio.gather(*(guard.send(f"t{i}") for i in range(5)), return_exceptions=True)
+        return results, now() - start
+
+    results, waited = virtual(many())
+    assert all(isinstance(r, PaneBusyError) for r in results) and pane.written == []
+    assert waited <= BUSY_TIMEOUT
+
+
+def test_a_second_answer_right_after_the_first_sees_the_next_prompt() -> None:
+    """Two answers to the prompt the user saw: the first key draws the next dialog 30 ms later, which
+    the second (still carrying the first prompt's fingerprint) must not answer."""
+    pane = ScriptedPane("blocked", DIALOG.format(command="rm -rf build/"))
+    pane.react = opens_dialog_after(0.03, command="curl -s https://example.invalid/install.sh | sh")
+    guard = InputGuard(pane)
+
+    async def both() -> list[Any]:
+        seen = guard.prompt().fingerprint
+        return await asyncio.gather(guard.answer(1, seen, timeout=0.5), guard.answer(1, seen, timeout=0.5),
+                                    return_exceptions=True)
+
+    first, second = virtual(both())
+    assert not isinstance(first, BaseException) and first.cleared  # on to the next prompt
+    assert isinstance(second, PromptChangedError) and "install.sh" in second.prompt.body
+    assert pane.typed == [b"1"]
+
+
+def test_keys_are_typed_raw_and_refused_while_blocked_or_exited() -> None:
+    pane = ScriptedPane()
+    guard = InputGuard(pane)
+
+    async def keys() -> None:
+        await guard.keys(b"\x1b[A\x03")
+        assert pane.typed == [b"\x1b[A\x03"]  # escapes and Ctrl-C as they are: a terminal view's keys
+        pane.draw("blocked", DIALOG.format(command="rm -rf build/"))
+        with pytest.raises(PaneBlockedError):
+            await guard.keys(b"1")
+        pane.draw("exited", "$ ")
+        with pytest.raises(AgentExitedError):
+            await guard.keys(b"ls\r")
+
+    virtual(keys())
+    assert pane.typed == [b"\x1b[A\x03"]
+
+
+def test_a_busy_refusal_travels_with_its_own_kind() -> None:
+    refusal = guard_error(PaneBusyError("3", BUSY_TIMEOUT))
+    assert refusal.kind == "pane_busy" and "pane 3 is busy changing" in str(refusal)
+    assert refusal.data == {"prompt": None}
+
+
+def test_the_guard_constants_fit_every_captured_agent() -> None:
+    """REACTION covers every real agent's first reaction to a key, and QUIET finds a gap between frames
+    often enough that every capture settles well within BUSY_TIMEOUT (the reasons beside the constants)."""
+    casts = sorted(bundled_root().glob("*/*/*/session.cast"))
+    assert len(casts) > 50
+    for path in casts:
+        events = [e for e in read_cast(path).events if e.kind in ("o", "i")]
+        outputs = [e.t for e in events if e.kind == "o"]
+        for i, key in enumerate(events):
+            reaction = next((e.t for e in events[i + 1:] if e.kind == "o"), None)
+            if key.kind == "i" and reaction is not None:
+                assert reaction - key.t < REACTION, f"{path.parent}: {key.data!r} drawn {reaction - key.t:.3f} s later"
+        stretch = longest = 0.0
+        for earlier, later in itertools.pairwise(outputs):
+            stretch = stretch + later - earlier if later - earlier < QUIET else 0.0
+            longest = max(longest, stretch)
+        assert longest < BUSY_TIMEOUT / 4, f"{path.parent}: output without a {QUIET} s gap for {longest:.2f} s"
+
+
+def log_lines(log: Path) -> list[str]:
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def pipelined(*requests: dict[str, Any], timeout: float = 30.0) -> list[dict[str, Any]]:
+    """Write all `requests` on one daemon connection in ONE write; their replies, in id order."""
+    lines = b"".join(json.dumps({"id": i, **r}).encode() + b"\n" for i, r in enumerate(requests, 1))
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(str(socket_path()))
+        sock.sendall(lines)
+        buffer = b""
+        replies: dict[int, dict[str, Any]] = {}
+        while len(replies) < len(requests):
+            chunk = sock.recv(65536)
+            assert chunk, f"the daemon hung up after {len(replies)} replies"
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                msg = json.loads(line)
+                if "re" in msg:
+                    replies[msg["re"]] = msg
+    return [replies[i] for i in range(1, len(requests) + 1)]
+
+
+def test_a_second_pipelined_send_never_answers_the_dialog_the_first_one_opened(serve: ServeProcess,
+                                                                                 tmp_path: Path) -> None:
+    log = tmp_path / "agent.log"
+    pane = new_agent(log)
+    wait_state(pane, "idle")
+    # "d" makes the agent draw its permission dialog 30 ms later; "1" would answer it "Yes".
+    first, second = pipelined({"op": "send", "pane": pane, "text": "d", "enter": False},
+                              {"op": "send", "pane": pane, "text": "1", "enter": True})
+    assert first["ok"] is True, first
+
+    def answered() -> list[str]:
+        return [line for line in log_lines(log) if line.startswith("answered")]
+
+    wait_for(lambda: answered() or (card(pane) or {}).get("state") == "blocked", "the dialog drawn or answered")
+    assert not answered(), f"the second send answered the dialog without the user: {answered()}; reply {second}"
+    blocked = wait_state(pane, "blocked")
+    assert second["ok"] is False and second["error"] in ("pane_blocked", "pane_busy"), second
+    if second["error"] == "pane_blocked":
+        assert second["prompt"]["fingerprint"] == blocked["prompt"]["fingerprint"]
+    assert blocked["prompt"]["question"] == "Do you want to proceed?"  # still waiting for the user
