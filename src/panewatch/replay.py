@@ -29,7 +29,7 @@ class Change:
     def as_json(self) -> dict[str, object]:
         v = self.verdict
         return {"t": round(self.t, 6), "state": v.state, "rule": v.rule, "agent": v.agent or None,
-                "region": v.region or None, "row": v.row, "matched": v.matched or None}
+                "region": v.region or None, "row": v.row, "matched": v.matched or None, "error": v.error or None}
 
 
 @dataclass
