@@ -1,4 +1,7 @@
-"""agents update: fetched manifests are validated and run over the corpus before an atomic install."""
+"""agents update: fetched manifests are validated and run over the corpus before an atomic install.
+
+The server is real https on loopback with a throwaway self-signed certificate that the test trusts
+through SSL_CERT_FILE (plain http is refused, loopback included)."""
 
 from __future__ import annotations
 
@@ -6,9 +9,11 @@ import argparse
 import contextlib
 import functools
 import json
+import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -37,17 +42,44 @@ class _Quiet(SimpleHTTPRequestHandler):
         pass
 
 
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(cert, key): a self-signed certificate for 127.0.0.1, made by the openssl command."""
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+@pytest.fixture(autouse=True)
+def tls(certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """The certificate, trusted by this test's process as a user trusts a private CA."""
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificate[0]))
+    return certificate
+
+
 @contextlib.contextmanager
-def serve(folder: Path) -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(folder)))
+def _server(handler: Any, tls: tuple[Path, Path] | None, path: str = "/agents/") -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*tls)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/agents/"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}{path}"
     finally:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def serve(folder: Path, tls: tuple[Path, Path] | None) -> contextlib.AbstractContextManager[str]:
+    """Serve `folder` over https (http when `tls` is None); yields the URL of its agents/ folder."""
+    return _server(functools.partial(_Quiet, directory=str(folder)), tls)
 
 
 def _offer(root: Path, files: dict[str, str]) -> Path:
@@ -67,10 +99,10 @@ def test_fixtures_are_what_they_claim() -> None:
     assert CASES, "the corpus has Claude Code cases to run candidates over"
 
 
-def test_good_installed_invalid_and_regressing_refused(tmp_path: Path) -> None:
+def test_good_installed_invalid_and_regressing_refused(tmp_path: Path, tls: tuple[Path, Path]) -> None:
     user = tmp_path / "user-agents"
     _offer(tmp_path / "www", {"a-good.toml": GOOD, "b-invalid.toml": INVALID, "c-regressing.toml": REGRESSING})
-    with serve(tmp_path / "www") as url:
+    with serve(tmp_path / "www", tls) as url:
         outcomes = {o.name: o for o in update(url, user_dir=user, cases=CASES)}
     assert outcomes["a-good.toml"].status == "installed", outcomes["a-good.toml"]
     assert outcomes["b-invalid.toml"].status == "invalid"
@@ -83,11 +115,11 @@ def test_good_installed_invalid_and_regressing_refused(tmp_path: Path) -> None:
     assert load_all(user).get("claude").versions == ("2.1.332", "2.1.333")  # type: ignore[union-attr]
 
 
-def test_the_last_good_one_stays(tmp_path: Path) -> None:
+def test_the_last_good_one_stays(tmp_path: Path, tls: tuple[Path, Path]) -> None:
     user = tmp_path / "user-agents"
     www = tmp_path / "www"
     _offer(www, {"claude.toml": GOOD})
-    with serve(www) as url:
+    with serve(www, tls) as url:
         assert [o.status for o in update(url, user_dir=user, cases=CASES)] == ["installed"]
         assert [o.status for o in update(url, user_dir=user, cases=CASES)] == ["unchanged"]
         _offer(www, {"claude.toml": REGRESSING})
@@ -97,10 +129,10 @@ def test_the_last_good_one_stays(tmp_path: Path) -> None:
     assert (user / "claude.toml").read_text() == GOOD
 
 
-def test_single_file_url_directory_and_missing_files(tmp_path: Path) -> None:
+def test_single_file_url_directory_and_missing_files(tmp_path: Path, tls: tuple[Path, Path]) -> None:
     user = tmp_path / "user-agents"
     folder = _offer(tmp_path / "www", {"claude.toml": GOOD})
-    with serve(tmp_path / "www") as url:
+    with serve(tmp_path / "www", tls) as url:
         assert [o.status for o in update(url + "claude.toml", user_dir=user, cases=CASES)] == ["installed"]
         (folder / "index.json").write_text(json.dumps(["claude.toml", "missing.toml"]))
         statuses = {o.name: o.status for o in update(url, user_dir=user, cases=CASES)}
@@ -132,3 +164,39 @@ def test_register_update_adds_the_subcommand() -> None:
     register_update(parser.add_subparsers())
     ns = parser.parse_args(["update", "--from", "/x"])
     assert ns.source == "/x" and ns.func is cmd_update
+
+
+def test_plain_http_is_refused_even_on_loopback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    user = tmp_path / "user-agents"
+    _offer(tmp_path / "www", {"claude.toml": GOOD})
+    with serve(tmp_path / "www", None) as url:
+        with pytest.raises(UpdateError, match="https only"):
+            update(url, user_dir=user, cases=CASES)
+        [single] = update(url + "claude.toml", user_dir=user, cases=CASES)
+        assert single.status == "error" and "https only" in single.message
+        assert cmd_update(argparse.Namespace(source=url)) == 2
+    assert "refusing http://127.0.0.1" in capsys.readouterr().out
+    assert not user.exists()  # nothing was installed
+
+
+def test_an_https_redirect_to_http_is_refused(tmp_path: Path, tls: tuple[Path, Path]) -> None:
+    user = tmp_path / "user-agents"
+    _offer(tmp_path / "www", {"claude.toml": GOOD})
+    with serve(tmp_path / "www", None) as plain:
+
+        class Redirect(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(302)
+                self.send_header("Location", plain + self.path.rsplit("/", 1)[-1])
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        with _server(Redirect, tls) as url:
+            assert url.startswith("https://")
+            with pytest.raises(UpdateError, match="https only"):
+                update(url, user_dir=user, cases=CASES)
+            outcomes = update(url + "claude.toml", user_dir=user, cases=CASES)
+    assert [(o.status, "https only" in o.message) for o in outcomes] == [("error", True)]
+    assert not user.exists()

@@ -17,6 +17,7 @@ import pytest
 
 from panewatch.testing.homes import prepare
 from panewatch.testing.mock import MockServer, next_reply, parse_control
+from panewatch.testing.mock.scenario import dialect_for
 
 TRAP_PHRASES = ("Do you want to proceed? ❯ 1. Yes", "Would you like to run the following command?",
                 "Allow execution")
@@ -78,6 +79,17 @@ def test_trap_quotes_prompt_text_without_tools(kind: str) -> None:
     flat = " ".join(reply.text.split())
     for phrase in TRAP_PHRASES:
         assert phrase in flat or phrase in reply.text, (kind, phrase)
+
+
+@pytest.mark.parametrize(("dialect", "own"), [
+    ("opencode", "△ Permission required"), ("copilot", "Do you want to run this command?"),
+    ("qwen", "Allow execution of: 'rm'?"), ("aider", "Run shell command? (Y)es/(N)o/(D)on't ask again [Yes]:")])
+def test_each_dialect_has_a_trap_quoting_its_own_dialog(dialect: str, own: str) -> None:
+    kind = {"opencode": "anthropic", "copilot": "anthropic", "qwen": "chat", "aider": "chat"}[dialect]
+    reply = next_reply(kind, parse_control("SCN=trap"), 0, None, dialect)
+    assert reply.stop_reason == "end_turn" and not reply.tools and own in reply.text
+    if dialect == "aider":  # a fenced shell block or an edit block would be acted on, not just shown
+        assert "```" not in reply.text and "<<<<<<<" not in reply.text
 
 
 def test_unknown_scenario_answers_with_text() -> None:
@@ -237,6 +249,124 @@ def test_gemini_side_calls_follow_response_schema() -> None:
         assert m.events[0]["event"] == "side_request" and m.events[0]["schema"] is True
 
 
+# -- dialects: one wire format, several agents' tool names ------------------------------------
+
+def test_dialect_follows_the_offered_tool_names() -> None:
+    assert dialect_for("anthropic", ["Bash", "Edit", "Read"]) == "claude"
+    assert dialect_for("anthropic", ["bash", "edit", "read", "write", "glob"]) == "opencode"
+    assert dialect_for("anthropic", ["bash", "view", "create", "edit"]) == "copilot"
+    assert dialect_for("openai", ["exec_command"]) == "codex"
+    assert dialect_for("openai", ["bash", "view", "create"]) == "copilot"
+    assert dialect_for("gemini", ["run_shell_command"]) == "gemini"
+    assert dialect_for("chat", ["run_shell_command", "edit", "read_file"]) == "qwen"
+    assert dialect_for("chat", []) == "aider"
+    assert dialect_for("anthropic", ["Unknown"]) == "claude"  # the wire format's own agent by default
+
+
+@pytest.mark.parametrize(("cwd_line", "names", "first", "second"), [
+    ("  Working directory: /w", ["bash", "edit", "read", "write"], ("read", "filePath"), ("edit", "filePath")),
+    ("* Current working directory: /w", ["bash", "view", "create", "edit"], ("view", "path"), ("edit", "path")),
+])
+def test_anthropic_mock_answers_in_the_agents_tool_names(cwd_line: str, names: list[str],
+                                                          first: tuple[str, str], second: tuple[str, str]) -> None:
+    body = {"model": "m", "stream": True, "max_tokens": 10, "system": [{"type": "text", "text": cwd_line + "\n"}],
+            "tools": [{"name": n} for n in names], "messages": [{"role": "user", "content": "SCN=edit DELAY=0"}]}
+    with MockServer("anthropic") as m:
+        events = sse(post(m.url + "/v1/messages", body)[2])
+        start = next(d for e, d in events if e == "content_block_start")["content_block"]
+        args = json.loads("".join(d["delta"]["partial_json"] for e, d in events if e == "content_block_delta"))
+        assert (start["name"], args[first[1]]) == (first[0], "/w/hello.py")
+        body["messages"] += [{"role": "assistant", "content": [start | {"input": args}]},
+                             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": start["id"],
+                                                           "content": "print('hello')"}]}]
+        events = sse(post(m.url + "/v1/messages", body)[2])
+        start = next(d for e, d in events if e == "content_block_start")["content_block"]
+        args = json.loads("".join(d["delta"]["partial_json"] for e, d in events if e == "content_block_delta"))
+        assert (start["name"], args[second[1]]) == (second[0], "/w/hello.py")
+
+
+# -- OpenAI Chat Completions -------------------------------------------------------------------
+
+def chat_chunks(text: str) -> list[Any]:
+    """`data:` payloads of a Chat Completions stream; it must end with [DONE]."""
+    datas = [ln[6:] for ln in text.split("\n") if ln.startswith("data: ")]
+    assert datas[-1] == "[DONE]"
+    return [json.loads(d) for d in datas[:-1]]
+
+
+def _qwen_body(*messages: dict[str, Any]) -> dict[str, Any]:
+    system = {"role": "system", "content": "I'm currently working in the directory: /w\nok"}
+    return {"model": "qwen3-coder-plus", "stream": True, "stream_options": {"include_usage": True},
+            "tools": [{"type": "function", "function": {"name": n}} for n in ("run_shell_command", "read_file")],
+            "messages": [system, *messages]}
+
+
+def test_chat_tool_call_then_final_reply() -> None:
+    prompt = {"role": "user", "content": [{"type": "text", "text": "SCN=bash DELAY=0.6 go"}]}
+    with MockServer("chat") as m:
+        status, ctype, text = post(m.url + "/v1/chat/completions", _qwen_body(prompt))
+        assert status == 200 and ctype.startswith("text/event-stream")
+        assert ": keepalive" in text  # during the 0.6 s delay
+        chunks = chat_chunks(text)
+        assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+        assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["total_tokens"] == 52
+        deltas = [c["choices"][0]["delta"] for c in chunks[:-1]]
+        calls = [d["tool_calls"][0] for d in deltas if "tool_calls" in d]
+        assert calls[0]["function"]["name"] == "run_shell_command" and calls[0]["id"].startswith("call_")
+        args = json.loads("".join(c["function"]["arguments"] for c in calls))
+        assert args["command"].startswith("touch ")
+        assert chunks[-2]["choices"][0]["finish_reason"] == "tool_calls"
+
+        assistant = {"role": "assistant", "content": None, "tool_calls": [
+            {"id": calls[0]["id"], "type": "function", "function": {"name": "run_shell_command",
+                                                                    "arguments": json.dumps(args)}}]}
+        result = {"role": "tool", "tool_call_id": calls[0]["id"], "content": ""}
+        chunks2 = chat_chunks(post(m.url + "/v1/chat/completions", _qwen_body(prompt, assistant, result))[2])
+        final = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks2 if c["choices"])
+        assert "scenario 'bash' is complete" in final
+        assert chunks2[-2]["choices"][0]["finish_reason"] == "stop"
+    assert [(e["event"], e["step"]) for e in m.events] == [
+        ("request", 0), ("reply_sent", 0), ("request", 1), ("reply_sent", 1)]
+
+
+def test_chat_qwen_edit_reads_first_in_the_cwd() -> None:
+    reply = next_reply("chat", parse_control("SCN=edit"), 0, "/w", dialect_for("chat", ["run_shell_command"]))
+    assert reply.tool_names == ["read_file"] and reply.tools[0].args["file_path"] == "/w/hello.py"
+    with MockServer("chat") as m:
+        body = _qwen_body({"role": "user", "content": "SCN=edit DELAY=0"}) | {"stream": False}
+        msg = json.loads(post(m.url + "/v1/chat/completions", body)[2])
+        call = msg["choices"][0]["message"]["tool_calls"][0]["function"]
+        assert call["name"] == "read_file" and json.loads(call["arguments"])["file_path"] == "/w/hello.py"
+        assert msg["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_chat_without_tools_is_aiders_turn_or_a_side_call() -> None:
+    prompt = {"role": "user", "content": "SCN=bash DELAY=0 run it"}
+    with MockServer("chat") as m:
+        body = {"model": "gpt-4o", "stream": True, "messages": [{"role": "system", "content": "Act as an expert"},
+                                                                 prompt]}
+        chunks = chat_chunks(post(m.url + "/v1/chat/completions", body)[2])
+        text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+        assert "```bash\ntouch /tmp/panewatch_mock_x\n```" in text and "scenario 'bash' is complete" in text
+        edit = next_reply("chat", parse_control("SCN=edit"), 0, None, "aider").text
+        assert "hello.py\n```python\n<<<<<<< SEARCH\nprint('hello')\n=======\n" in edit
+        # The commit-message call quotes the chat, control string included: still a side call.
+        commit = {"model": "gpt-4o-mini", "stream": False, "messages": [
+            {"role": "system", "content": "You are an expert software engineer that generates concise, one-line "
+                                          "Git commit messages"},
+            {"role": "user", "content": "# Context:\nUSER: SCN=bash DELAY=0 run it\n# Diffs:\n..."}]}
+        msg = json.loads(post(m.url + "/v1/chat/completions", commit)[2])
+        assert msg["choices"][0]["message"]["content"] == "Mock summary."
+        schema = {"type": "object", "properties": {"next_speaker": {"type": "string", "enum": ["model", "user"]}}}
+        side = {"model": "m", "messages": [{"role": "user", "content": "who speaks next?"}],
+                "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}}
+        msg = json.loads(post(m.url + "/v1/chat/completions", side)[2])
+        assert json.loads(msg["choices"][0]["message"]["content"]) == {"next_speaker": "user"}
+        with urllib.request.urlopen(m.url + "/v1/models", timeout=5) as resp:
+            assert json.loads(resp.read())["data"][0]["id"] == "mock"
+    assert [e["event"] for e in m.events] == ["request", "reply_sent", "side_request", "side_request"]
+
+
 # -- server lifecycle, CLI, homes --------------------------------------------------------------
 
 def test_stop_interrupts_a_long_delay() -> None:
@@ -302,6 +432,33 @@ def test_homes_have_the_documented_config(tmp_path: Path) -> None:
     assert gs["security"]["auth"]["selectedType"] == "gemini-api-key"
     assert gs["security"]["folderTrust"]["enabled"] is False
     assert gemini.env["GOOGLE_GEMINI_BASE_URL"] == url and "ANTHROPIC_API_KEY" not in gemini.env
+
+
+def test_homes_of_the_new_agents(tmp_path: Path) -> None:
+    url = "http://127.0.0.1:9"
+    opencode = prepare("opencode", tmp_path / "o", url, bin_dir="/x")
+    config = json.loads(opencode.env["OPENCODE_CONFIG_CONTENT"])
+    assert config["provider"]["anthropic"]["options"]["baseURL"] == url + "/v1"
+    assert config["permission"] == {"bash": "ask", "edit": "ask"} and opencode.mock_kind == "anthropic"
+    assert opencode.env["OPENCODE_DISABLE_MODELS_FETCH"] == "1" and opencode.argv == ["/x/opencode"]
+
+    copilot = prepare("copilot", tmp_path / "c", url)
+    state = json.loads((Path(copilot.home) / ".copilot" / "config.json").read_text())
+    assert state["trustedFolders"] == [copilot.cwd]
+    assert (copilot.env["COPILOT_PROVIDER_BASE_URL"], copilot.env["COPILOT_PROVIDER_TYPE"]) == (url, "anthropic")
+    assert not copilot.env["COPILOT_CACHE_HOME"].startswith(copilot.home)  # shared, not per home
+
+    qwen = prepare("qwen", tmp_path / "q", url)
+    settings = json.loads((Path(qwen.home) / ".qwen" / "settings.json").read_text())
+    assert settings["tools"]["approvalMode"] == "default" and settings["security"]["auth"]["selectedType"] == "openai"
+    assert qwen.env["OPENAI_BASE_URL"] == url + "/v1" and qwen.mock_kind == "chat"
+
+    aider = prepare("aider", tmp_path / "a", url, bin_dir="/venv/bin")
+    assert aider.argv == ["/venv/bin/aider", "--model", "openai/gpt-4o"] and aider.mock_kind == "chat"
+    assert (Path(aider.cwd) / ".git").is_dir()  # else aider asks to create a repo
+    cache = Path(aider.home) / ".aider" / "caches" / "model_prices_and_context_window.json"
+    assert json.loads(cache.read_text())  # non-empty: an empty one is fetched again
+    assert aider.env["OPENAI_API_BASE"] == url + "/v1" and aider.env["AIDER_CHECK_UPDATE"] == "false"
 
 
 def test_unknown_paths_are_harmless() -> None:

@@ -63,9 +63,11 @@ def cmd_explain(ns: argparse.Namespace) -> int:
         if manifest is None or change.snapshot is None:
             print(f"   no agent identified; rule {v.rule or '-'}")
             continue
-        _, trace = explain(change.snapshot, manifest)
+        _, trace = explain(change.snapshot, manifest, result.detector.quarantine)
+        if v.error:
+            print(f"   FAILED verdict: {v.error}")
         for step in trace:
-            mark = "✔" if step.matched else "·"
+            mark = "✘" if step.skipped else "✔" if step.matched else "·"
             print(f"   {mark} {step.rule.state:<8} {step.rule.id:<28} [{step.rule.region}] {step.why}")
         if v.rule is None:
             print("   no rule matched: idle by default")

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from panewatch.core.cast import Cast, CastError, looks_like_cast, parse_cast
-from panewatch.core.classify import Verdict, classify, classify_unidentified, identify
+from panewatch.core.classify import Quarantine, Verdict, classify, classify_unidentified, identify
 from panewatch.core.manifest import Manifest, ManifestSet, load_all
 from panewatch.core.replay import replay
 from panewatch.core.screen import Screen, Snapshot
@@ -34,7 +35,8 @@ def resolve_agent(manifests: ManifestSet, agent: str | None) -> str | None:
 
 def verdict_json(verdict: Verdict) -> dict[str, Any]:
     return {"agent": verdict.agent or None, "state": verdict.state, "rule": verdict.rule,
-            "region": verdict.region or None, "row": verdict.row, "matched": verdict.matched or None}
+            "region": verdict.region or None, "row": verdict.row, "matched": verdict.matched or None,
+            "error": verdict.error or None}
 
 
 def render_screen(snapshot: Snapshot) -> str:
@@ -95,11 +97,11 @@ def screen_of_file(path: str, size: tuple[int, int]) -> Screen:
     return screen
 
 
-def judge(snapshot: Snapshot, manifests: ManifestSet, agent: str | None) -> Verdict:
+def judge(snapshot: Snapshot, manifests: ManifestSet, agent: str | None, quarantine: Quarantine) -> Verdict:
     manifest: Manifest | None = manifests.get(agent) if agent else identify(snapshot, manifests.list())
     if manifest is None:
-        return classify_unidentified(snapshot, manifests.list())
-    return classify(snapshot, manifest)
+        return classify_unidentified(snapshot, manifests.list(), quarantine)
+    return classify(snapshot, manifest, quarantine)
 
 
 def _parse_size(text: str) -> tuple[int, int]:
@@ -113,6 +115,8 @@ def cmd_classify(ns: argparse.Namespace) -> int:
     manifests = load_manifests()
     agent = resolve_agent(manifests, ns.agent)
     status = 0
+    # A rule too slow on one file is reported, and skipped on the next ones.
+    quarantine = Quarantine(clock=time.perf_counter)
     for path in ns.files:
         try:
             screen = screen_of_file(path, ns.size)
@@ -121,12 +125,16 @@ def cmd_classify(ns: argparse.Namespace) -> int:
             status = 1
             continue
         snapshot = screen.snapshot()
-        verdict = judge(snapshot, manifests, agent)
+        verdict = judge(snapshot, manifests, agent, quarantine)
         if ns.json:
             print(json.dumps({"file": path, **verdict_json(verdict)}, ensure_ascii=False))
         else:
             rule = verdict.rule or "(no rule matched: idle by default)"
             print(f"{path}: {verdict.state}  {verdict.agent or '?'}/{rule}  {verdict.matched[:60]}".rstrip())
+            if verdict.error:
+                print(f"{path}: FAILED verdict: {verdict.error}")
+        if verdict.error:
+            status = 1
         if ns.show:
             print(render_screen(snapshot))
     return status

@@ -3,16 +3,34 @@
 Rules look at a region of the visible screen (never scrollback, never the byte tail). Scoping
 matters: a dialog lives at the bottom, below the input box's rule, while prose that *quotes* a
 dialog lives above it. That is how the commonest false positive of the field is avoided.
+
+Every pattern runs on RE2 (pattern.py: linear in the text, no backtracking), over at most
+MAX_REGION_CHARS characters of a region and MAX_TITLE_CHARS of the title. What linear time still
+allows, a rule built to defeat RE2's DFA, is caught by a `Quarantine`: a rule that cost one pane
+more than its budget is skipped on that pane from then on, and every verdict it would have had a
+say in carries an `error` naming it. Only that pane loses (part of) its verdict. The quarantine's
+cost clock is the caller's (a live pane passes time.perf_counter; a replay, in virtual time, measures
+nothing), so the core reads no clock and tests drive it without slow patterns.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from panewatch.core.manifest import Manifest, Region, Rule
 from panewatch.core.screen import Snapshot
 from panewatch.core.states import ScreenState, urgency
+
+# The largest screen a pane can have (Screen.resize: 1000 columns × 500 rows) with its newlines; a
+# longer region (a Snapshot built by hand) keeps its bottom, where dialogs are. Titles: ghostty
+# itself keeps about 4 KB.
+MAX_REGION_CHARS = 500 * 1001
+MAX_TITLE_CHARS = 4096
+# A rule whose searches took longer than this on one pane is quarantined on that pane. RE2 runs
+# the bundled rules in 1-15 µs on a 120×32 screen: a rule over 50 ms is 3,000× off.
+RULE_BUDGET = 0.050
 
 # A horizontal rule: a row made only of box-drawing horizontals (Ink draws `─`, Claude's dialogs
 # `╌` between sections and `▔` above plan mode). Corners are allowed so `╭──╮` boxes count too.
@@ -27,6 +45,23 @@ class Verdict:
     matched: str = ""
     row: int | None = None  # screen row of the match (None for the title)
     agent: str = ""
+    error: str = ""  # a rule that could not have its say (quarantined): the verdict may be wrong
+
+
+@dataclass
+class Quarantine:
+    """One pane's rules that exceeded `budget` seconds once: (agent, rule id) -> why."""
+
+    budget: float = RULE_BUDGET
+    clock: Callable[[], float] | None = None  # the cost clock; None: costs are not measured
+    rules: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def add(self, agent: str, rule: Rule, seconds: float) -> str:
+        patterns = ", ".join(repr(p.pattern) for p in (*rule.none, *rule.all, *rule.any))
+        why = (f"rule {agent}/{rule.id} quarantined on this pane: it took {seconds * 1e3:.0f} ms "
+               f"(budget {self.budget * 1e3:.0f} ms); patterns {patterns}")
+        self.rules[(agent, rule.id)] = why
+        return why
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +69,7 @@ class RuleTrace:
     rule: Rule
     matched: bool
     why: str  # which pattern decided, for `panewatch agents explain`
+    skipped: bool = False  # quarantined: not run
 
 
 def region_rows(snapshot: Snapshot, region: Region) -> tuple[int, list[str]]:
@@ -60,99 +96,137 @@ def region_rows(snapshot: Snapshot, region: Region) -> tuple[int, list[str]]:
 
 
 class _Regions:
-    """Region texts of one snapshot, computed once per classification."""
+    """Region texts of one snapshot as UTF-8 (what RE2 reads), computed once per classification."""
 
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
-        self._cache: dict[Region, tuple[int, str]] = {}
+        self._cache: dict[Region, tuple[int | None, bytes]] = {}
 
-    def get(self, region: Region) -> tuple[int | None, str]:
-        if region.kind == "title":
-            return None, self.snapshot.title
+    def get(self, region: Region) -> tuple[int | None, bytes]:
         hit = self._cache.get(region)
         if hit is None:
-            start, rows = region_rows(self.snapshot, region)
-            hit = (start, "\n".join(rows))
+            if region.kind == "title":
+                hit = (None, _utf8(self.snapshot.title[:MAX_TITLE_CHARS]))
+            else:
+                start, rows = region_rows(self.snapshot, region)
+                text = "\n".join(rows)
+                if len(text) > MAX_REGION_CHARS:
+                    start += text.count("\n", 0, len(text) - MAX_REGION_CHARS)
+                    text = text[len(text) - MAX_REGION_CHARS:]
+                hit = (start, _utf8(text))
             self._cache[region] = hit
         return hit
 
 
-def _match_rule(rule: Rule, regions: _Regions) -> tuple[re.Match[str] | None, int | None, str]:
-    """(deciding match, first row of the region, why) — match None if the rule does not apply."""
-    first_row, text = regions.get(rule.region)
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")  # never raises; a lone surrogate matches nothing
+
+
+def _match_rule(rule: Rule, regions: _Regions) -> tuple[tuple[int, int] | None, int | None, str]:
+    """(deciding match's byte span, first row of the region, why) — span None if the rule does not apply."""
+    first_row, data = regions.get(rule.region)
     for pattern in rule.none:
-        if pattern.search(text):
+        if pattern.search(data):
             return None, first_row, f"excluded by none {pattern.pattern!r}"
-    found: re.Match[str] | None = None
+    found: tuple[int, int] | None = None
     for pattern in rule.all:
-        m = pattern.search(text)
-        if m is None:
+        span = pattern.search(data)
+        if span is None:
             return None, first_row, f"all {pattern.pattern!r} absent"
-        found = found or m
+        found = found or span
     if rule.any:
         for pattern in rule.any:
-            m = pattern.search(text)
-            if m is not None:
-                return m, first_row, f"any {pattern.pattern!r}"
+            span = pattern.search(data)
+            if span is not None:
+                return span, first_row, f"any {pattern.pattern!r}"
         return None, first_row, "no `any` pattern matched"
     return found, first_row, "all patterns present"
 
 
-def _verdict(rule: Rule, match: re.Match[str], first_row: int | None, text_source: str, agent: str) -> Verdict:
+def _verdict(rule: Rule, span: tuple[int, int], first_row: int | None, data: bytes, agent: str,
+             error: str) -> Verdict:
+    matched = data[span[0]:span[1]].decode("utf-8", "replace")
     row = None
     if first_row is not None:
         # `^\s*` may swallow blank rows before the text: count from the first visible character.
-        start = match.start() + len(match.group(0)) - len(match.group(0).lstrip())
-        row = first_row + text_source.count("\n", 0, start)
-    return Verdict(rule.state, rule.id, str(rule.region), match.group(0).strip(),
-                   row, agent)
+        lead = matched[: len(matched) - len(matched.lstrip())]
+        row = first_row + data.count(b"\n", 0, span[0]) + lead.count("\n")
+    return Verdict(rule.state, rule.id, str(rule.region), matched.strip(), row, agent, error)
 
 
-def classify(snapshot: Snapshot, manifest: Manifest) -> Verdict:
+def _judge(regions: _Regions, manifest: Manifest, quarantine: Quarantine | None,
+           trace: list[RuleTrace] | None) -> Verdict:
+    """First matching rule wins; no match means idle. Quarantined rules are skipped and named."""
+    errors: list[str] = []
+    agent = manifest.id
+    # Hoisted: this loop is the hot path of every classification.
+    clock, budget, skip = (None, 0.0, {}) if quarantine is None else (quarantine.clock, quarantine.budget,
+                                                                    quarantine.rules)
+    started = clock() if clock is not None else 0.0
+    for rule in manifest.rules:
+        if skip and (skipped := skip.get((agent, rule.id))) is not None:
+            errors.append(skipped)
+            if trace is not None:
+                trace.append(RuleTrace(rule, False, skipped, skipped=True))
+            continue
+        span, first_row, why = _match_rule(rule, regions)
+        if clock is not None:
+            now = clock()
+            if now - started > budget and quarantine is not None:  # this result stands (RE2 finished)
+                errors.append(quarantine.add(agent, rule, now - started))
+            started = now
+        if trace is not None:
+            trace.append(RuleTrace(rule, span is not None, why))
+        if span is not None:
+            return _verdict(rule, span, first_row, regions.get(rule.region)[1], agent, "; ".join(errors))
+    return Verdict("idle", None, agent=agent, error="; ".join(errors))
+
+
+def classify(snapshot: Snapshot, manifest: Manifest, quarantine: Quarantine | None = None) -> Verdict:
     """First matching rule wins; no match means idle."""
-    regions = _Regions(snapshot)
-    for rule in manifest.rules:
-        match, first_row, _ = _match_rule(rule, regions)
-        if match is not None:
-            return _verdict(rule, match, first_row, regions.get(rule.region)[1], manifest.id)
-    return Verdict("idle", None, agent=manifest.id)
+    return _judge(_Regions(snapshot), manifest, quarantine, None)
 
 
-def explain(snapshot: Snapshot, manifest: Manifest) -> tuple[Verdict, list[RuleTrace]]:
+def explain(snapshot: Snapshot, manifest: Manifest,
+            quarantine: Quarantine | None = None) -> tuple[Verdict, list[RuleTrace]]:
     """The verdict plus, for each rule tried up to the winner, whether it matched and why."""
-    regions = _Regions(snapshot)
     trace: list[RuleTrace] = []
-    for rule in manifest.rules:
-        match, first_row, why = _match_rule(rule, regions)
-        trace.append(RuleTrace(rule, match is not None, why))
-        if match is not None:
-            return _verdict(rule, match, first_row, regions.get(rule.region)[1], manifest.id), trace
-    return Verdict("idle", None, agent=manifest.id), trace
+    return _judge(_Regions(snapshot), manifest, quarantine, trace), trace
 
 
-def classify_unidentified(snapshot: Snapshot, manifests: list[Manifest]) -> Verdict:
+def classify_unidentified(snapshot: Snapshot, manifests: list[Manifest],
+                          quarantine: Quarantine | None = None) -> Verdict:
     """No agent recognised yet: the most urgent verdict any manifest's rules give (blocked first),
     reported with agent '' since the agent is unknown. Better to surface a dialog than to miss it."""
     best = Verdict("idle", None, agent="")
+    regions = _Regions(snapshot)  # one set of region texts for every manifest
+    errors: list[str] = []
     for manifest in manifests:
         if not manifest.verified:  # unverified rules are too loose to apply to an unknown screen
             continue
-        verdict = classify(snapshot, manifest)
+        verdict = _judge(regions, manifest, quarantine, None)
+        if verdict.error:
+            errors.append(verdict.error)
         if verdict.rule is not None and urgency(verdict.state) < urgency(best.state):
             best = Verdict(verdict.state, f"{manifest.id}/{verdict.rule}", verdict.region, verdict.matched,
                            verdict.row, "")
-    return best
+    return Verdict(best.state, best.rule, best.region, best.matched, best.row, "", "; ".join(errors)) \
+        if errors else best
 
 
 def identify(snapshot: Snapshot, manifests: list[Manifest]) -> Manifest | None:
     """Which agent draws this screen, from its title or screen patterns (when no process is known)."""
-    text: str | None = None
+    regions = _Regions(snapshot)
+    title = regions.get(_TITLE)[1]
     for manifest in manifests:
-        if any(p.search(snapshot.title) for p in manifest.detect_title):
+        if any(p.search(title) for p in manifest.detect_title):
             return manifest
     for manifest in manifests:
         if manifest.detect_screen:
-            text = text if text is not None else snapshot.text()
+            text = regions.get(_SCREEN)[1]
             if any(p.search(text) for p in manifest.detect_screen):
                 return manifest
     return None
+
+
+_TITLE, _SCREEN = Region("title"), Region("screen")

@@ -1,12 +1,14 @@
 """One pane's screen-side detection: Screen + manifest + classifier + timing policy. Pure: the
-caller passes the time and the bytes; nothing here reads a clock or touches a file descriptor."""
+caller passes the time and the bytes; nothing here reads a clock or touches a file descriptor.
+The quarantine (classify.Quarantine: a rule too slow on this pane is skipped on it until the
+manifests are reloaded) measures costs on the caller's clock, if it is given one."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from panewatch.core.classify import Verdict, classify, classify_unidentified, identify
+from panewatch.core.classify import Quarantine, Verdict, classify, classify_unidentified, identify
 from panewatch.core.manifest import Manifest
 from panewatch.core.policy import ChangeDrivenSchedule, Schedule
 from panewatch.core.screen import Screen, Snapshot
@@ -33,10 +35,12 @@ class PaneDetector:
     skip_unchanged: bool = True
     verdict: Verdict = UNKNOWN
     stats: DetectorStats = field(default_factory=DetectorStats)
+    quarantine: Quarantine = field(default_factory=Quarantine)
 
     def __post_init__(self) -> None:
         self._judged: tuple[Snapshot, Manifest] | None = None
         self._identified: str | None = None
+        self._quarantined_for: list[Manifest] | None = None  # the manifest list the quarantine is about
 
     def feed(self, now: float, data: bytes) -> None:
         self.screen.feed(data)
@@ -73,15 +77,20 @@ class PaneDetector:
             self.screen.invalidate()
             self._judged = None
         snapshot = self.screen.snapshot()
+        manifests = self.manifests()
+        if manifests is not self._quarantined_for:  # reloaded: every rule gets a fresh chance
+            self.quarantine.rules.clear()
+            self._quarantined_for = manifests
         manifest = self.manifest()
         if manifest is None and self.agent_id is None:
-            found = identify(snapshot, self.manifests())
+            found = identify(snapshot, manifests)
             if found is not None:
                 self._identified = found.id
                 manifest = found
         if manifest is None:
             self.stats.classifications += 1
-            self.verdict = classify_unidentified(snapshot, self.manifests()) if self.agent_id is None else UNKNOWN
+            self.verdict = (classify_unidentified(snapshot, manifests, self.quarantine) if self.agent_id is None
+                            else UNKNOWN)
             return self.verdict
         judged = (snapshot, manifest)
         if self._judged is not None and self._judged[0] is snapshot and self._judged[1] is manifest:
@@ -91,7 +100,7 @@ class PaneDetector:
             return self.verdict
         self._judged = judged
         self.stats.classifications += 1
-        self.verdict = classify(snapshot, manifest)
+        self.verdict = classify(snapshot, manifest, self.quarantine)
         return self.verdict
 
     def tick(self, now: float) -> Verdict | None:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from panewatch.core.classify import Verdict
+from panewatch.core.classify import Quarantine, Verdict
 from panewatch.core.combine import PaneState, Report, combine, screen_key
 from panewatch.core.detector import PaneDetector
 from panewatch.core.manifest import Manifest
@@ -73,13 +73,16 @@ class PaneMachine:
     """One pane: feed it events with their time; read `state`; publish what the events return."""
 
     def __init__(self, manifests: Callable[[], list[Manifest]], cols: int, rows: int, *, pane_id: str = "",
-                 agent: str | None = None, schedule: Schedule | None = None, start: float = 0.0) -> None:
+                 agent: str | None = None, schedule: Schedule | None = None, start: float = 0.0,
+                 cost_clock: Callable[[], float] | None = None) -> None:
         self.pane_id = pane_id
         self.pinned_agent = agent
         self._manifests = manifests
         self.screen = Screen(cols, rows)
+        # cost_clock: what a rule's searches cost is measured on it (a live pane's time.perf_counter), so a
+        # rule over budget is quarantined on this pane; a replay gives none (virtual time, no quarantine).
         self.detector = PaneDetector(manifests, self.screen, schedule or ChangeDrivenSchedule(start=start),
-                                     agent_id=agent)
+                                     agent_id=agent, quarantine=Quarantine(clock=cost_clock))
         self.state = PaneState("idle", "screen", None)
         self.report_in_force: Report | None = None
         self.fg: Foreground | None = None

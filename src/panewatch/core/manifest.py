@@ -2,7 +2,9 @@
 
 A manifest has an `[agent]` table and ordered `[[rules]]`. First matching rule wins, blocked rules
 come first, no match means idle. Loading validates everything and reports *every* problem with
-the file and rule it is in; one bad file never stops the others from loading.
+the file and rule it is in; one bad file never stops the others from loading. Patterns are
+Python regex syntax compiled for RE2 (pattern.py): one RE2 cannot run in linear time with `re`'s
+meaning (lookaround, backreferences, `\b`, …) is a problem like any other, named with its rule.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from panewatch.core.pattern import Pattern, PatternError, compile_pattern
 from panewatch.core.states import SCREEN_STATES, ScreenState, screen_state, urgency
 from panewatch.errors import PanewatchError
 
@@ -59,9 +62,9 @@ class Rule:
     id: str
     state: ScreenState
     region: Region
-    any: tuple[re.Pattern[str], ...]
-    all: tuple[re.Pattern[str], ...]
-    none: tuple[re.Pattern[str], ...]
+    any: tuple[Pattern, ...]
+    all: tuple[Pattern, ...]
+    none: tuple[Pattern, ...]
     note: str
 
 
@@ -72,15 +75,15 @@ class Manifest:
     processes: tuple[str, ...]
     versions: tuple[str, ...]
     verified: bool
-    detect_title: tuple[re.Pattern[str], ...]
-    detect_screen: tuple[re.Pattern[str], ...]
+    detect_title: tuple[Pattern, ...]
+    detect_screen: tuple[Pattern, ...]
     rules: tuple[Rule, ...]
     source: str = ""
     origin: str = "bundled"  # "bundled" or "user"
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
-def _patterns(value: Any, where: str, key: str, problems: list[str]) -> tuple[re.Pattern[str], ...]:
+def _patterns(value: Any, where: str, key: str, problems: list[str]) -> tuple[Pattern, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
@@ -91,9 +94,9 @@ def _patterns(value: Any, where: str, key: str, problems: list[str]) -> tuple[re
     out = []
     for pattern in value:
         try:
-            out.append(re.compile(pattern, re.MULTILINE))
-        except re.error as exc:
-            problems.append(f"{where}: `{key}` pattern {pattern!r} does not compile: {exc}")
+            out.append(compile_pattern(pattern))
+        except PatternError as exc:
+            problems.append(f"{where}: `{key}` pattern {pattern!r} {exc}")
     return tuple(out)
 
 

@@ -44,7 +44,7 @@ class Change:
         v = self.verdict
         out: dict[str, object] = {"t": round(self.t, 6), "state": self.pane.state, "rule": self.pane.rule,
                                   "agent": v.agent or None, "region": v.region or None, "row": v.row,
-                                  "matched": v.matched or None}
+                                  "matched": v.matched or None, "error": v.error or None}
         if self.pane.source != "screen":  # a report or the process decided, not a rule
             out["source"] = self.pane.source
             out["detail"] = self.pane.detail or None

@@ -7,6 +7,10 @@ Where from: `--from`, else `update_from` in the `[agents]` table of config.toml:
 
 A directory offers every `*.toml` in it. A URL ending in `.toml` is that one manifest; any other URL
 is a folder whose `index.json` lists the files (`["claude.toml", …]` or `{"manifests": [...]}`).
+URLs must be https (or file:): a manifest's rules read every pane and decide when the guard lets
+text through, so one fetched over plain http could be swapped by anyone on the path. There is no
+opt-in for http, not even for loopback: the tests serve real https on 127.0.0.1 with a throwaway
+CA that they trust through SSL_CERT_FILE, which is how a user would trust a private server too.
 
 Each candidate is (1) validated (every problem listed), (2) replayed over the golden corpus cases of
 its agent together with the manifests in force, and (3) installed into the user's agents directory
@@ -65,12 +69,30 @@ def configured_source(config: Path | None = None) -> str | None:
 
 
 def _is_url(source: str) -> bool:
-    return urllib.parse.urlsplit(source).scheme in ("http", "https", "file")
+    return bool(urllib.parse.urlsplit(source).scheme) and "://" in source
+
+
+def _check_scheme(url: str) -> None:
+    if urllib.parse.urlsplit(url).scheme not in ("https", "file"):
+        raise UpdateError(f"refusing {url}: manifests are fetched over https only (or from a local path), "
+                          "since a manifest fetched in the clear could be replaced on the way")
+
+
+class _HttpsRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows redirects only to https: urllib would follow an https server's redirect to http."""
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> Any:
+        _check_scheme(newurl)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_HttpsRedirects)
 
 
 def _fetch(url: str) -> bytes:
+    _check_scheme(url)
     try:
-        with urllib.request.urlopen(url, timeout=TIMEOUT) as response:  # http(s)/file only (checked by _is_url)
+        with _OPENER.open(url, timeout=TIMEOUT) as response:  # https/file only (checked above)
             data: bytes = response.read(MAX_BYTES + 1)
     except (OSError, ValueError) as exc:
         raise UpdateError(f"cannot fetch {url}: {exc}") from exc

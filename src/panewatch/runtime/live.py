@@ -181,6 +181,7 @@ class LivePane:
         # The timing policy: ours with `policy` by default, or e.g. a benchmark's FixedSweepSchedule.
         made = time.monotonic()
         self.machine = PaneMachine(self.watcher.current, cols, rows, pane_id=pane_id, agent=agent, start=made,
+                                   cost_clock=time.perf_counter,
                                    schedule=(schedule or (lambda t: ChangeDrivenSchedule(policy, start=t)))(made))
         self.tracker = ForegroundTracker()
         self.exit_code: int | None = None

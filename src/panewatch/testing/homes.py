@@ -2,6 +2,8 @@
 
 Exactly the configuration ../shared/REAL-AGENTS.md lists: onboarding done, manual permission mode,
 trust accepted, no updates or telemetry. `prepare()` builds the home and returns what to launch.
+OpenCode, Copilot CLI, Qwen Code and Aider: the recipes observed in notes/agents-research.md (not yet
+verified agents: their CLIs are not in the pinned bin dir; pass `bin_dir`).
 """
 
 from __future__ import annotations
@@ -9,12 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-AGENTS = ("claude", "codex", "gemini", "claude-agent-acp")
-MOCK_KIND = {"claude": "anthropic", "codex": "openai", "gemini": "gemini", "claude-agent-acp": "anthropic"}
+AGENTS = ("claude", "codex", "gemini", "claude-agent-acp", "opencode", "copilot", "qwen", "aider")
+MOCK_KIND = {"claude": "anthropic", "codex": "openai", "gemini": "gemini", "claude-agent-acp": "anthropic",
+             "opencode": "anthropic", "copilot": "anthropic", "qwen": "chat", "aider": "chat"}
 API_KEY = "sk-ant-mock-0123456789abcdefghijklmnopqrstuvwxyz"
 HELLO_PY = "print('hello')\n"
 
@@ -94,6 +98,57 @@ def gemini_home(home: Path) -> None:
     })
 
 
+def opencode_env(mock_url: str) -> dict[str, str]:
+    """OpenCode reads a whole config from the environment: nothing is written to the home."""
+    config = {
+        "provider": {"anthropic": {"options": {"baseURL": mock_url.rstrip("/") + "/v1", "apiKey": API_KEY}}},
+        "model": "anthropic/claude-sonnet-4-5", "small_model": "anthropic/claude-haiku-4-5",
+        "autoupdate": False, "share": "disabled",
+        "permission": {"bash": "ask", "edit": "ask"},  # else it runs tools without asking
+    }
+    return {"OPENCODE_CONFIG_CONTENT": json.dumps(config), "OPENCODE_DISABLE_AUTOUPDATE": "1",
+            "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_SHARE": "1",
+            "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1"}
+
+
+def copilot_home(home: Path, cwd: Path, mock_url: str) -> dict[str, str]:
+    """BYOK against the Anthropic mock needs no GitHub login; the folder is pre-trusted (else a modal)."""
+    _write_json(home / ".copilot" / "config.json", {"trustedFolders": [str(cwd)], "appTipShown": True,
+                                                    "firstLaunchAt": "2026-01-01T00:00:00.000Z"})
+    # The binary unpacks ~150 MB of JS on its first start: share one cache instead of one per home.
+    cache = os.environ.get("PANEWATCH_COPILOT_CACHE") or str(Path.home() / ".cache" / "panewatch" / "copilot")
+    return {"COPILOT_PROVIDER_BASE_URL": mock_url, "COPILOT_PROVIDER_TYPE": "anthropic",
+            "COPILOT_PROVIDER_API_KEY": API_KEY, "COPILOT_MODEL": "claude-sonnet-4.5",
+            "COPILOT_OFFLINE": "true", "COPILOT_AUTO_UPDATE": "false", "COPILOT_CACHE_HOME": cache}
+
+
+def qwen_home(home: Path, mock_url: str) -> dict[str, str]:
+    _write_json(home / ".qwen" / "settings.json", {
+        "security": {"auth": {"selectedType": "openai"}, "folderTrust": {"enabled": False}},
+        "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
+        "general": {"enableAutoUpdate": False},
+        # approvalMode: the default is an LLM classifier that approves tools itself; useRipgrep: the vendored
+        # rg is not executable after npm install (an error box on screen).
+        "tools": {"approvalMode": "default", "useRipgrep": False},
+    })
+    return {"OPENAI_BASE_URL": mock_url.rstrip("/") + "/v1", "OPENAI_API_KEY": "mock-key",
+            "OPENAI_MODEL": "qwen3-coder-plus", "COLORTERM": "truecolor"}
+
+
+def aider_home(home: Path, cwd: Path, mock_url: str, env: dict[str, str]) -> dict[str, str]:
+    """Aider wants a git repo (else a question), a git identity, and a fresh model-price cache (else it
+    fetches one from GitHub at start and prints the failure)."""
+    (home / ".gitconfig").write_text("[user]\n\tname = mock\n\temail = mock@example.invalid\n", encoding="utf-8")
+    _write_json(home / ".aider" / "caches" / "model_prices_and_context_window.json", {"mock": {"max_tokens": 1}})
+    if not (cwd / ".git").exists():
+        for git in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "init"]):
+            subprocess.run(["git", *git], cwd=cwd, env=env, check=True, capture_output=True)
+    return {"OPENAI_API_BASE": mock_url.rstrip("/") + "/v1", "OPENAI_API_KEY": "mock-key",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True", "AIDER_CHECK_UPDATE": "false",
+            "AIDER_ANALYTICS_DISABLE": "true", "AIDER_SHOW_RELEASE_NOTES": "false", "AIDER_GITIGNORE": "false",
+            "AIDER_SHOW_MODEL_WARNINGS": "false"}
+
+
 def prepare(agent: str, root: str | Path, mock_url: str, *, bin_dir: str | Path | None = None,
             cwd: str | Path | None = None, args: Sequence[str] = (), plan_mode: bool = False) -> Launch:
     """Build `root/home` (and the workspace `root/ws` with hello.py unless `cwd` is given).
@@ -130,10 +185,19 @@ def prepare(agent: str, root: str | Path, mock_url: str, *, bin_dir: str | Path 
         extra["config"] = str(codex_home(home, work, mock_url))
         env |= {"CODEX_HOME": str(home / ".codex"), "MOCK_API_KEY": "mock-key"}
         argv.append("--no-daemon")  # else a background `codex app-server` outlives the test
-    else:
+    elif agent == "gemini":
         gemini_home(home)
         env |= {"GEMINI_API_KEY": "mock-gemini-key", "GOOGLE_GEMINI_BASE_URL": mock_url,
                 "COLORTERM": "truecolor"}
+    elif agent == "opencode":
+        env |= opencode_env(mock_url)
+    elif agent == "copilot":
+        env |= copilot_home(home, work, mock_url)
+    elif agent == "qwen":
+        env |= qwen_home(home, mock_url)
+    else:
+        env |= aider_home(home, work, mock_url, env)
+        argv += ["--model", "openai/gpt-4o"]
     argv += list(args)
     return Launch(agent=agent, argv=argv, env=env, cwd=str(work), home=str(home),
                   mock_kind=MOCK_KIND[agent], extra=extra)

@@ -1,6 +1,6 @@
 """Mock model servers for running the real agent CLIs offline (tests and captures).
 
-    with MockServer("anthropic") as mock:   # or "openai" (Codex), "gemini"
+    with MockServer("anthropic") as mock:   # or "openai" (Codex: Responses), "gemini", "chat" (Chat Completions)
         mock.url        # http://127.0.0.1:PORT
         mock.events     # [{"t", "event": "request" | "reply_sent" | ..., "step", ...}]
 

@@ -1,4 +1,5 @@
-"""Anthropic Messages API mock (`POST /v1/messages`, SSE), as Claude Code calls it."""
+"""Anthropic Messages API mock (`POST /v1/messages`, SSE), as Claude Code calls it (and OpenCode's and
+Copilot CLI's Anthropic providers: their tool names pick the dialect)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import uuid
 from typing import Any
 
 from panewatch.testing.mock.exchange import Exchange
-from panewatch.testing.mock.scenario import Control, Reply, has_control, next_reply, parse_control, pieces
+from panewatch.testing.mock.scenario import Control, Reply, dialect_for, has_control, next_reply, parse_control, pieces
 
-# The cwd sits in the environment section (a system message in 2.1.332); search the raw JSON.
-_CWD_RE = re.compile(r"Primary working directory: ([^\s\\\"]+)")
+# The cwd sits in the environment section of the system prompt; search the raw JSON. Claude Code:
+# "Primary working directory:", OpenCode: "Working directory:", Copilot: "Current working directory:".
+_CWD_RE = re.compile(r"(?:Primary|Current)? ?[Ww]orking directory: ([^\s\\\"]+)")
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -59,7 +61,9 @@ def handle(ex: Exchange) -> None:
     control: Control = parse_control(prompt, default_scenario=ex.mock.default_scenario,
                                      default_delay=ex.mock.default_delay)
     m = _CWD_RE.search(ex.raw.decode("utf-8", "replace"))
-    reply = next_reply("anthropic", control, results, m.group(1) if m else None)
+    names = [str(t.get("name")) for t in body["tools"] if isinstance(t, dict)]
+    reply = next_reply("anthropic", control, results, m.group(1) if m else None,
+                       dialect_for("anthropic", names))
     ex.record("request", step=reply.step, scenario=reply.scenario, stop_reason=None, tools=None)
     ex.when_sent(lambda: ex.record("reply_sent", step=reply.step, scenario=reply.scenario,
                                    stop_reason=reply.stop_reason, tools=reply.tool_names))

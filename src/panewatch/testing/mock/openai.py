@@ -7,7 +7,7 @@ import uuid
 from typing import Any
 
 from panewatch.testing.mock.exchange import Exchange
-from panewatch.testing.mock.scenario import Reply, has_control, next_reply, parse_control, pieces
+from panewatch.testing.mock.scenario import Reply, dialect_for, has_control, next_reply, parse_control, pieces
 
 _RESULT_TYPES = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
 
@@ -57,7 +57,8 @@ def handle(ex: Exchange) -> None:
     control = parse_control(prompt, default_scenario=ex.mock.default_scenario,
                             default_delay=ex.mock.default_delay)
     cwd = _cwd(body)
-    reply = next_reply("openai", control, results, cwd)
+    names = [str(t.get("name")) for t in body["tools"] if isinstance(t, dict)]
+    reply = next_reply("openai", control, results, cwd, dialect_for("openai", names))
     ex.record("request", step=reply.step, scenario=reply.scenario, stop_reason=None, tools=None)
     ex.when_sent(lambda: ex.record("reply_sent", step=reply.step, scenario=reply.scenario,
                                    stop_reason=reply.stop_reason, tools=reply.tool_names))

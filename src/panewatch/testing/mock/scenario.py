@@ -3,18 +3,24 @@
 The user's prompt carries a control string such as ``SCN=bash DELAY=5``. A scenario is a list of
 tool-call steps followed by one final text reply; the step to send next is chosen from how many
 tool results the conversation already holds, so the mock keeps no per-session state.
+
+A wire format (`Kind`) is spoken by several agents, each with its own tool names: the *dialect*
+(Claude Code's `Bash`, OpenCode's `bash`, Copilot's `create`, ...) is recognised from the tool
+names the request offers (`dialect_for`), so one mock serves every agent of its wire format.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-Kind = str  # "anthropic" | "openai" | "gemini"
-KINDS: tuple[Kind, ...] = ("anthropic", "openai", "gemini")
+Kind = str  # "anthropic" | "openai" (Responses) | "gemini" | "chat" (OpenAI Chat Completions)
+KINDS: tuple[Kind, ...] = ("anthropic", "openai", "gemini", "chat")
+Dialect = str  # the agent whose tool vocabulary a reply uses
+NATIVE: dict[Kind, Dialect] = {"anthropic": "claude", "openai": "codex", "gemini": "gemini", "chat": "qwen"}
 
 _SCN_RE = re.compile(r"\bSCN=([A-Za-z_][\w-]*)")
 _DELAY_RE = re.compile(r"\bDELAY=(\d+(?:\.\d+)?)")
@@ -95,8 +101,8 @@ _SLOW_TEXT = (
     + "Nothing needs your approval. "
 ) * 2
 
-_TRAPS: dict[Kind, str] = {
-    "anthropic": (
+_TRAPS: dict[Dialect, str] = {
+    "claude": (
         "Here is what the permission dialog looked like in the bug report:\n\n"
         "```\n"
         " Bash command\n\n   rm -rf build/\n   Remove the build directory\n\n"
@@ -109,7 +115,7 @@ _TRAPS: dict[Kind, str] = {
         "Other agents ask \"Would you like to run the following command?\" or \"Allow execution?\".\n\n"
         "Would you like me to add a regression test?\n\n1. Yes\n2. No"
     ),
-    "openai": (
+    "codex": (
         "This is the approval dialog from the bug report:\n\n"
         "> Would you like to run the following command?\n>\n"
         "> $ rm -rf build/\n>\n"
@@ -131,6 +137,51 @@ _TRAPS: dict[Kind, str] = {
         "Other agents ask \"Do you want to proceed? ❯ 1. Yes\" or "
         "\"Would you like to run the following command?\".\n\n"
         "Apply this change? Would you like me to add a regression test?\n\n1. Allow once\n2. No"
+    ),
+    "opencode": (
+        "This is the permission prompt from the bug report:\n\n"
+        "```\n"
+        "△ Permission required\n"
+        "  # Shell command\n\n"
+        "$ rm -rf build/\n\n"
+        " Allow once   Allow always   Reject        ctrl+f fullscreen  ⇆ select  enter confirm\n"
+        "```\n\n"
+        "Other agents ask \"Do you want to run this command?\" or \"Allow execution of: 'rm'?\".\n\n"
+        "Would you like me to add a regression test?\n\n1. Allow once\n2. Reject"
+    ),
+    "copilot": (
+        "This is the confirmation from the bug report:\n\n"
+        "```\n"
+        "Do you want to run this command?\n\n"
+        "❯ 1. Yes\n"
+        "  2. Yes, and don't ask again for `rm` in this directory\n"
+        "  3. No, and tell Copilot what to do differently (Esc to stop)\n\n"
+        "↑/↓ to navigate · enter to select · esc to cancel\n"
+        "```\n\n"
+        "Other agents show \"△ Permission required\" or \"Allow execution of: 'rm'?\".\n\n"
+        "Do you want me to add a regression test?\n\n1. Yes\n2. No"
+    ),
+    "qwen": (
+        "This is the confirmation from the bug report:\n\n"
+        "```\n"
+        "? Shell rm -rf build/ (Remove the build directory) ←\n"
+        "  Allow execution of: 'rm'?\n"
+        "  › 1. Yes, allow once\n"
+        "    2. Always allow run 'rm *' commands in this project\n"
+        "    4. No, suggest changes (esc)\n"
+        "⠏ Waiting for user confirmation...\n"
+        "```\n\n"
+        "Other agents ask \"Do you want to run this command?\" or show \"△ Permission required\".\n\n"
+        "Apply this change? Would you like me to add a regression test?\n\n1. Yes, allow once\n2. No"
+    ),
+    # No code fence: Aider offers to run every ```bash block and applies SEARCH/REPLACE blocks.
+    "aider": (
+        "This is the question from the bug report:\n\n"
+        "> rm -rf build/\n"
+        "> Run shell command? (Y)es/(N)o/(D)on't ask again [Yes]:\n\n"
+        "and for files: \"Add file to the chat? (Y)es/(N)o/(D)on't ask again [Yes]:\".\n\n"
+        "Other agents ask \"Do you want to run this command?\" or \"Allow execution of: 'rm'?\".\n\n"
+        "Should I add a regression test? (Y)es/(N)o [Yes]:"
     ),
 }
 
@@ -215,38 +266,139 @@ def _gemini(scn: str, control: Control, cwd: str | None) -> Script | None:
     return Script(steps[scn], _done(scn)) if scn in steps else None
 
 
-_BUILDERS: dict[Kind, Callable[[str, Control, str | None], Script | None]] = {
-    "anthropic": _anthropic,
-    "openai": _openai,
+def _opencode(scn: str, control: Control, cwd: str | None) -> Script | None:
+    """OpenCode 1.18 (Anthropic wire): lower-case tools with camelCase arguments."""
+    path = _target(control, cwd)
+    def bash(cmd: str, why: str) -> ToolCall:
+        return ToolCall("bash", {"command": cmd, "description": why})
+
+    steps: dict[str, tuple[tuple[ToolCall, ...], ...]] = {
+        "bash": ((bash(f"touch {MARKER}", f"Create the marker file {MARKER}"),),),
+        # edit refuses a file that was not read first in the session, as Claude Code's does.
+        "edit": ((ToolCall("read", {"filePath": path}),),
+                 (ToolCall("edit", {"filePath": path, "oldString": "print('hello')",
+                                    "newString": "print('hello, world')"}),),),
+        "write": ((ToolCall("write", {"filePath": _target(Control("write", 0, control.file or "new_file.txt"), cwd),
+                                      "content": "created by the panewatch mock\n"}),),),
+        "multi": ((bash(f"touch {MARKER}_a", "Create the first marker file"),
+                   bash(f"touch {MARKER}_b", "Create the second marker file")),),
+    }
+    return Script(steps[scn], _done(scn)) if scn in steps else None
+
+
+def _copilot(scn: str, control: Control, cwd: str | None) -> Script | None:
+    """GitHub Copilot CLI 1.0 (BYOK, Anthropic or OpenAI wire): bash / view / edit / create."""
+    path = _target(control, cwd)
+
+    def bash(cmd: str, why: str) -> ToolCall:
+        return ToolCall("bash", {"command": cmd, "description": why, "mode": "sync"})
+
+    steps: dict[str, tuple[tuple[ToolCall, ...], ...]] = {
+        "bash": ((bash(f"touch {MARKER}", f"Create the marker file {MARKER}"),),),
+        "edit": ((ToolCall("view", {"path": path}),),
+                 (ToolCall("edit", {"path": path, "old_str": "print('hello')", "new_str": "print('hello, world')"}),),),
+        "write": ((ToolCall("create", {"path": _target(Control("write", 0, control.file or "new_file.txt"), cwd),
+                                       "file_text": "created by the panewatch mock\n"}),),),
+        "multi": ((bash(f"touch {MARKER}_a", "Create the first marker file"),
+                   bash(f"touch {MARKER}_b", "Create the second marker file")),),
+    }
+    return Script(steps[scn], _done(scn)) if scn in steps else None
+
+
+def _qwen(scn: str, control: Control, cwd: str | None) -> Script | None:
+    """Qwen Code 0.24 (Chat Completions wire): Gemini CLI's shell tool, Claude-style edit arguments."""
+    path = _target(control, cwd)
+
+    def shell(cmd: str, why: str) -> ToolCall:
+        return ToolCall("run_shell_command", {"command": cmd, "description": why})
+
+    steps: dict[str, tuple[tuple[ToolCall, ...], ...]] = {
+        "bash": ((shell(f"touch {MARKER}", f"Create the marker file {MARKER}"),),),
+        "edit": ((ToolCall("read_file", {"file_path": path}),),
+                 (ToolCall("edit", {"file_path": path, "old_string": "print('hello')",
+                                    "new_string": "print('hello, world')"}),),),
+        "write": ((ToolCall("write_file", {"file_path": _target(Control("write", 0, control.file or "new_file.txt"),
+                                                                cwd),
+                                           "content": "created by the panewatch mock\n"}),),),
+        "multi": ((shell(f"touch {MARKER}_a", "Create the first marker file"),
+                   shell(f"touch {MARKER}_b", "Create the second marker file")),),
+    }
+    return Script(steps[scn], _done(scn)) if scn in steps else None
+
+
+def _aider(scn: str, control: Control, cwd: str | None) -> Script | None:
+    """Aider 0.86 (no tools): a shell block it offers to run, a SEARCH/REPLACE block on a file that
+    is not in the chat (it asks before editing it). One text reply ends the turn."""
+    name = control.file or "hello.py"
+    texts = {
+        "bash": f"Run this to create the marker file:\n\n```bash\ntouch {MARKER}\n```\n\n",
+        "edit": (f"{name}\n```python\n<<<<<<< SEARCH\nprint('hello')\n=======\nprint('hello, world')\n"
+                 ">>>>>>> REPLACE\n```\n\n"),
+        "multi": f"Run these:\n\n```bash\ntouch {MARKER}_a\n```\n\n```bash\ntouch {MARKER}_b\n```\n\n",
+    }
+    return Script((), texts[scn] + _done(scn)) if scn in texts else None
+
+
+_BUILDERS: dict[Dialect, Callable[[str, Control, str | None], Script | None]] = {
+    "claude": _anthropic,
+    "codex": _openai,
     "gemini": _gemini,
+    "opencode": _opencode,
+    "copilot": _copilot,
+    "qwen": _qwen,
+    "aider": _aider,
 }
 
 COMMON_SCENARIOS = ("bash", "edit", "slow", "multi", "trap", "text")
-SCENARIOS: dict[Kind, tuple[str, ...]] = {
-    "anthropic": (*COMMON_SCENARIOS, "write", "plan", "ask"),
-    "openai": COMMON_SCENARIOS,
+SCENARIOS: dict[Dialect, tuple[str, ...]] = {
+    "claude": (*COMMON_SCENARIOS, "write", "plan", "ask"),
+    "codex": COMMON_SCENARIOS,
     "gemini": (*COMMON_SCENARIOS, "write", "ask"),
+    "opencode": (*COMMON_SCENARIOS, "write"),
+    "copilot": (*COMMON_SCENARIOS, "write"),
+    "qwen": (*COMMON_SCENARIOS, "write"),
+    "aider": COMMON_SCENARIOS,
 }
 
 
-def script_for(kind: Kind, control: Control, cwd: str | None = None) -> Script:
+def dialect_for(kind: Kind, tool_names: Iterable[str]) -> Dialect:
+    """Whose tool vocabulary to answer in, from the names of the tools the request offers."""
+    names = set(tool_names)
+    if "Bash" in names:
+        return "claude"
+    if {"bash", "create", "view"} <= names:
+        return "copilot"
+    if {"bash", "write", "read"} <= names:
+        return "opencode"
+    if "exec_command" in names:
+        return "codex"
+    if "run_shell_command" in names:
+        return "qwen" if kind == "chat" else "gemini"
+    if kind == "chat" and not names:
+        return "aider"  # the one agent that edits through text blocks, not tools
+    return NATIVE[kind]
+
+
+def script_for(kind: Kind, control: Control, cwd: str | None = None, dialect: Dialect | None = None) -> Script:
     """The scripted turn; an unknown scenario name answers with plain text saying so."""
+    dialect = dialect or NATIVE[kind]
     scn = control.scenario
     if scn == "slow":
         return Script((), _SLOW_TEXT + _done(scn), stream_seconds=6.0)
     if scn == "trap":
-        return Script((), _TRAPS[kind])
+        return Script((), _TRAPS.get(dialect) or _TRAPS[NATIVE[kind]])
     if scn == "text":
         return Script((), _done(scn))
-    script = _BUILDERS[kind](scn, control, cwd)
+    script = _BUILDERS[dialect](scn, control, cwd)
     if script is None:
-        return Script((), f"Unknown scenario {scn!r} for {kind}; known: {', '.join(SCENARIOS[kind])}.")
+        return Script((), f"Unknown scenario {scn!r} for {dialect}; known: {', '.join(SCENARIOS[dialect])}.")
     return script
 
 
-def next_reply(kind: Kind, control: Control, tool_results: int, cwd: str | None = None) -> Reply:
+def next_reply(kind: Kind, control: Control, tool_results: int, cwd: str | None = None,
+               dialect: Dialect | None = None) -> Reply:
     """The reply for a conversation that already holds `tool_results` results since the prompt."""
-    script = script_for(kind, control, cwd)
+    script = script_for(kind, control, cwd, dialect)
     done = 0
     for step, calls in enumerate(script.steps):
         if tool_results < done + len(calls):

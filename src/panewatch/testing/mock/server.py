@@ -11,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from panewatch.testing.mock import anthropic, gemini, openai
+from panewatch.testing.mock import anthropic, chat, gemini, openai
 from panewatch.testing.mock.exchange import ClientGone, Clock, Event, Exchange, Recorder
 from panewatch.testing.mock.scenario import KINDS, Kind
 
@@ -128,4 +128,4 @@ class MockServer:
 
 
 def _handler_for(kind: Kind) -> Handle:
-    return {"anthropic": anthropic.handle, "openai": openai.handle, "gemini": gemini.handle}[kind]
+    return {"anthropic": anthropic.handle, "openai": openai.handle, "chat": chat.handle, "gemini": gemini.handle}[kind]
