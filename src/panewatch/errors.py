@@ -14,6 +14,7 @@
      │    └── UnknownOptionError  unknown_option   answer() names an option the prompt does not offer; .prompt
      ├── SettingsError (ValueError)           config.toml problems, each naming the file and key; .problems
      ├── ManifestError (ValueError)           core/manifest.py: an unusable manifest; .path, .problems
+     ├── PatternError (ValueError)            core/pattern.py: a rule pattern RE2 cannot run with re's meaning
      ├── CastError (ValueError)               core/cast.py: not a readable asciicast v2 file
      ├── UpdateError (RuntimeError)           runtime/agents_update.py: the update source cannot be read
      ├── RemoteError              .kind       board/rpc.py: the other side of the daemon's socket refused a

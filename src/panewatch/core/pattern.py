@@ -55,6 +55,8 @@ from typing import Any
 
 from re2 import _re2  # the binding itself: the `re2` wrapper re-encodes the text on every call
 
+from panewatch.errors import PanewatchError
+
 _parser: Any = importlib.import_module("re._parser")  # re's own parser: no stub, stable since 3.11
 _sre: Any = importlib.import_module("_sre")  # the case mapping `re` uses
 
@@ -81,7 +83,7 @@ _REFUSED = {
 }
 
 
-class PatternError(ValueError):
+class PatternError(PanewatchError, ValueError):
     """A pattern that `re` accepts but RE2 cannot run with the same meaning (the reason is the message)."""
 
 
