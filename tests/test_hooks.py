@@ -313,3 +313,29 @@ def test_inject_merges_with_the_users_settings_json_and_file(tmp_path: Path) -> 
 def test_inject_leaves_an_unreadable_settings_value_alone(tmp_path: Path) -> None:
     for argv in (["claude", "--settings", str(tmp_path / "missing.json")], ["claude", "--settings", "{broken"]):
         assert inject_claude_hooks(argv, ["pw"]) == argv
+
+
+def test_pane_hooks_wire_claude_only_and_share_one_report_socket() -> None:
+    from panewatch.runtime.hooks import PaneHooks
+    from panewatch.runtime.live import ManifestWatcher
+
+    async def main() -> None:
+        got: list[tuple[str, Report]] = []
+        hooks = PaneHooks(lambda pane, report: got.append((pane, report)))
+        manifests = ManifestWatcher().get
+        try:
+            env: dict[str, str] = {}
+            assert await hooks.wire("1", ["npx", "claude"], env, cwd=None, manifests=manifests) == ["npx", "claude"]
+            assert env == {} and hooks.server is None  # a wrapper would take --settings as its own
+            first = await hooks.wire("1", ["claude", "-p", "x"], env, cwd=None, manifests=manifests)
+            assert first[:2] == ["claude", "--settings"] and json.loads(first[2])["hooks"]["PermissionRequest"]
+            other: dict[str, str] = {}
+            await hooks.wire("2", ["/usr/bin/claude"], other, cwd=None, manifests=manifests)
+            assert env["PANEWATCH_SOCKET"] == other["PANEWATCH_SOCKET"]  # one server
+            assert env["PANEWATCH_TOKEN"] != other["PANEWATCH_TOKEN"]  # a token per pane
+            assert hooks.server is not None and os.path.exists(env["PANEWATCH_SOCKET"])
+        finally:
+            await hooks.close()
+        assert not os.path.exists(env["PANEWATCH_SOCKET"])
+
+    asyncio.run(main())

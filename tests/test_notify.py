@@ -222,3 +222,26 @@ def test_agents_settings_are_known_and_checked(tmp_path: Path) -> None:
     assert settings.agents.update_from == "https://example.org/agents/"
     assert any("agents.colour: unknown key" in w for w in settings.warnings)
     assert not any("agents: unknown setting" in w for w in settings.warnings)
+
+
+def test_a_state_change_notifies_once_and_reads_the_prompt_only_when_shown() -> None:
+    from panewatch.core.combine import PaneState
+    from panewatch.core.machine import StateChange
+
+    writes: list[bytes] = []
+    notifier, _ = terminal_only(writes)
+    reads: list[str] = []
+
+    def prompt() -> str:
+        reads.append("read")
+        return "Do you want to proceed?"
+
+    def change(old: str | None, new: str) -> StateChange:
+        return StateChange(0.0, "%3", None if old is None else PaneState(old, "screen", None),  # type: ignore[arg-type]
+                           PaneState(new, "screen", "permission-question"), "claude")  # type: ignore[arg-type]
+
+    assert notifier.on_state_change(change(None, "blocked"), prompt_text=prompt) == []  # its first state: no change
+    assert notifier.on_state_change(change("blocked", "idle"), prompt_text=prompt) == []  # not wanted
+    assert reads == []
+    assert notifier.on_state_change(change("working", "blocked"), name="api", prompt_text=prompt) == ["terminal"]
+    assert reads == ["read"] and b"(api)" in writes[-1] and b"Do you want to proceed?" in writes[-1]

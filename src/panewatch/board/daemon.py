@@ -54,10 +54,11 @@ from panewatch.board.rpc import MAX_LINE, Peer, RemoteError
 from panewatch.board.security import LOGIN_TTL, Access, is_loopback, write_launcher, write_secret
 from panewatch.board.watchdog import Watchdog
 from panewatch.board.web import make_app
+from panewatch.core.combine import Report
 from panewatch.core.machine import StateChange
 from panewatch.errors import PanewatchError
 from panewatch.runtime import paths
-from panewatch.runtime.hooks import remove_stale_sockets
+from panewatch.runtime.hooks import PaneHooks, remove_stale_sockets
 from panewatch.runtime.live import LivePane, ManifestWatcher
 from panewatch.runtime.notify import Notifier
 from panewatch.runtime.settings import load_settings
@@ -108,7 +109,7 @@ class Daemon:
         self._runner: web.AppRunner | None = None
         self._web: asyncio.AbstractServer | None = None
         self._stop: asyncio.Event | None = None
-        self._reports: Any = None  # hooks.ReportServer, made when the first claude pane starts
+        self.hooks = PaneHooks(self._on_report)  # its report socket is made when the first pane with hooks starts
         self._idle_task: asyncio.Task[None] | None = None
         self._launchers: set[Path] = set()  # launcher pages not yet removed (their token expires with them)
 
@@ -228,8 +229,7 @@ class Daemon:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        if self._reports is not None:
-            await self._reports.close()
+        await self.hooks.close()
         if self.notifier is not None:
             self.notifier.close()
         if self._lock_fd is not None:
@@ -348,7 +348,7 @@ class Daemon:
             env.pop(key, None)
         env.setdefault("TERM", "xterm-256color")
         pane_id = self.hub.new_id()
-        argv = await self._hooks(pane_id, argv, env, cwd)
+        argv = await self.hooks.wire(pane_id, argv, env, cwd=cwd, manifests=self.watcher.get)
         pane = LivePane(argv, pane_id=pane_id, cols=spec.cols, rows=spec.rows, env=env, cwd=cwd, agent=agent,
                         headless=True, manifests=self.watcher)
         local = LocalPane(self.hub, pane, name=spec.name or Path(argv[0]).name, cwd=cwd)
@@ -365,31 +365,16 @@ class Daemon:
 
     def _notify_change(self, local: LocalPane, change: StateChange) -> None:
         """A headless pane has no terminal of its own: the daemon notifies for it (`run` panes notify themselves)."""
-        if change.old is None:
-            return
         if self.notifier is None:
             self.notifier = Notifier(self._settings, asyncio.get_running_loop().time)
-        prompt = local.endpoint.prompt.text() if change.new.state == "blocked" and local.endpoint.prompt else ""
-        self.notifier.on_change(local.card.get("name") or change.pane, change.agent or "", change.old.state,
-                                change.new.state, prompt)
+        prompt = local.endpoint.prompt
+        self.notifier.on_state_change(change, name=local.card.get("name") or change.pane,
+                                      prompt_text=lambda: prompt.text() if prompt else "")
 
-    async def _hooks(self, pane_id: str, argv: list[str], env: dict[str, str], cwd: str) -> list[str]:
-        """Claude Code panes get panewatch's hooks, reporting to one server shared by all headless panes."""
-        claude = self.watcher.get("claude")
-        if claude is None or Path(argv[0]).name not in claude.processes:
-            return argv
-        from panewatch.runtime.hooks import ReportServer, hook_launcher, inject_claude_hooks
-
-        if self._reports is None:
-            def on_report(pid: str, report: Any) -> None:
-                handle = self.hub.panes.get(pid)
-                if isinstance(handle, LocalPane):
-                    handle.pane.report(report)
-
-            self._reports = ReportServer(on_report, clock=asyncio.get_running_loop().time)
-            await self._reports.start()
-        env.update(self._reports.pane_env(pane_id))
-        return inject_claude_hooks(argv, hook_launcher(), cwd=cwd)
+    def _on_report(self, pane_id: str, report: Report) -> None:
+        handle = self.hub.panes.get(pane_id)
+        if isinstance(handle, LocalPane):
+            handle.pane.report(report)
 
     async def dismiss(self, pane_id: str, *, kill: bool = False) -> None:
         handle = self.hub.get(pane_id)

@@ -23,6 +23,7 @@ from typing import IO, Any
 
 from panewatch.core.machine import StateChange
 from panewatch.core.prompt import parse_prompt
+from panewatch.runtime.hooks import PaneHooks, remove_stale_sockets
 from panewatch.runtime.live import LivePane, ManifestWatcher
 from panewatch.runtime.notify import Notifier
 from panewatch.runtime.settings import load_settings
@@ -58,12 +59,6 @@ def _pane_id() -> str:
         if value := os.environ.get(name):
             return value
     return f"run-{os.getpid()}"
-
-
-def _wants_hooks(argv: list[str], watcher: ManifestWatcher) -> bool:
-    """Only a command that *is* claude gets `--settings` (a wrapper like npx would take it as its own)."""
-    claude = watcher.get("claude")
-    return claude is not None and Path(argv[0]).name in claude.processes
 
 
 def main(ns: argparse.Namespace) -> int:
@@ -175,26 +170,17 @@ class _Runner:
                                              signal.SIGPIPE if exc.errno == errno.EPIPE else signal.SIGHUP)
 
     async def _run_pane(self) -> int:
-        from panewatch.runtime.hooks import remove_stale_sockets
-
         remove_stale_sockets()  # left by a `run` or daemon killed before it could remove them
         loop = asyncio.get_running_loop()
         gate = OutputGate(1, self._output_failed)
         pane_id = self.ns.pane_id or _pane_id()
         argv, env = self.argv, dict(os.environ)
-        server = None
-        if not self.ns.no_hooks and _wants_hooks(argv, self.watcher):
-            from panewatch.runtime.hooks import ReportServer, hook_launcher, inject_claude_hooks
-
+        hooks = PaneHooks(lambda _pane, report: pane.report(report), clock=loop.time)
+        if not self.ns.no_hooks:
             try:
-                server = ReportServer(lambda _pane, report: pane.report(report), clock=loop.time)
-                await server.start()
+                argv = await hooks.wire(pane_id, argv, env, cwd=os.getcwd(), manifests=self.watcher.get)
             except OSError as exc:  # no socket, no hooks: the screen alone still detects everything
                 self.errors.append(f"panewatch run: hooks disabled, no report socket: {exc}")
-                server = None
-            else:
-                env.update(server.pane_env(pane_id))
-                argv = inject_claude_hooks(argv, hook_launcher(), cwd=os.getcwd())
         cols, rows = self.terminal.size()
         pane = LivePane(argv, pane_id=pane_id, cols=cols, rows=rows, env=env, agent=self.ns.agent, headless=False,
                         manifests=self.watcher, record=self.record, events=self.events, on_output=gate.child,
@@ -205,8 +191,7 @@ class _Runner:
             pane.start()
         except OSError as exc:
             notifier.close()
-            if server is not None:
-                await server.close()
+            await hooks.close()
             self.errors.append(f"panewatch run: cannot run {argv[0]!r}: {exc.strerror or exc}")
             return 127 if exc.errno == errno.ENOENT else 126
         pump = InputPump(pane, self.terminal.is_tty)
@@ -243,8 +228,7 @@ class _Runner:
             await link.close()
             notifier.close()
             gate.close()
-            if server is not None:
-                await server.close()
+            await hooks.close()
 
 
 def _notifier(pane: LivePane, gate: OutputGate, errors: list[str]) -> tuple[Notifier, Callable[[StateChange], None]]:
@@ -256,12 +240,7 @@ def _notifier(pane: LivePane, gate: OutputGate, errors: list[str]) -> tuple[Noti
     notifier = Notifier(settings, asyncio.get_running_loop().time, terminal_writer=writer)
 
     def on_change(change: StateChange) -> None:
-        if change.old is None:
-            return
-        prompt_text = ""
-        if change.new.state == "blocked":
-            prompt_text = parse_prompt(pane.snapshot(), pane.verdict).text()
-        notifier.on_change(change.pane, change.agent or "", change.old.state, change.new.state, prompt_text)
+        notifier.on_state_change(change, prompt_text=lambda: parse_prompt(pane.snapshot(), pane.verdict).text())
 
     return notifier, on_change
 

@@ -100,7 +100,7 @@ class Demo:
                 question = dp.guard.prompt().question
         if self.notifier.wants(old, state):
             suppressed = self.notifier.suppressed
-            fired = self.notifier.on_change(dp.pane.pane_id, change.agent or "agent", old, state, question)
+            fired = self.notifier.on_state_change(change, prompt_text=lambda: question)
             if self.notifier.suppressed == suppressed:
                 via = ", ".join(fired) if fired else "this view"
                 self.log.notification = (f"{time.strftime('%H:%M:%S')} {dp.pane.pane_id} needs you: "

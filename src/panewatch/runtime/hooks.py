@@ -44,6 +44,7 @@ __all__ = [
     "ENV_SOCKET",
     "ENV_TOKEN",
     "REJECT_REASONS",
+    "PaneHooks",
     "ReportServer",
     "claude_hook_settings",
     "hook_launcher",
@@ -297,3 +298,54 @@ def _merge_hooks(theirs: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]
         hooks[event] = [*(existing if isinstance(existing, list) else []), *entries]
     merged["hooks"] = hooks
     return merged
+
+
+class PaneHooks:
+    """panewatch's hooks for the panes one process starts (`run`, the daemon, the real-agent runner):
+    one ReportServer, started with the first pane that gets hooks, and the per-agent injection.
+
+        hooks = PaneHooks(on_report, clock=loop.time)
+        argv = await hooks.wire(pane_id, argv, env, cwd=cwd, manifests=watcher.get)   # env gains the pane's
+        ...                                                                               # token and socket
+        await hooks.close()
+
+    `wire` leaves a command it does not know alone (only a command that *is* the agent takes its
+    hook options: a wrapper like npx would take them as its own) and raises OSError when the report
+    socket cannot be made, so the caller says "hooks disabled" and the screen still detects everything.
+    """
+
+    def __init__(self, on_report: OnReport, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._on_report = on_report
+        self._clock = clock
+        self.server: ReportServer | None = None
+
+    @staticmethod
+    def agent_of(argv: list[str], manifests: Callable[[str], Any]) -> str | None:
+        """The agent whose hooks `argv` can take: the manifest's `processes` name the command itself."""
+        claude = manifests("claude")
+        if argv and claude is not None and Path(argv[0]).name in claude.processes:
+            return "claude"
+        return None
+
+    async def wire(self, pane_id: str, argv: list[str], env: dict[str, str], *, cwd: str | None,
+                   manifests: Callable[[str], Any] | None = None, agent: str | None = None) -> list[str]:
+        """`argv` with the hooks of its agent (`agent`, or found with `manifests`); `env` gains the pane's
+        reporting environment. Unchanged when no agent with hooks runs it."""
+        agent = agent or (self.agent_of(argv, manifests) if manifests is not None else None)
+        if agent != "claude":
+            return list(argv)
+        if self.server is None:
+            server = ReportServer(self._on_report, clock=self._clock)
+            await server.start()
+            self.server = server
+        env.update(self.server.pane_env(pane_id))
+        return inject_claude_hooks(argv, hook_launcher(), cwd=cwd)
+
+    def unwire(self, pane_id: str) -> None:
+        if self.server is not None:
+            self.server.unregister(pane_id)
+
+    async def close(self) -> None:
+        if self.server is not None:
+            await self.server.close()
+            self.server = None

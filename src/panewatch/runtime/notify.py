@@ -28,6 +28,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 
+from panewatch.core.machine import StateChange
 from panewatch.runtime.settings import NotifySettings, Settings
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,15 @@ class Notifier:
         if new_state == "blocked":
             return old_state != "blocked"
         return self.settings.on_turn_end and old_state == "working" and new_state == "idle"
+
+    def on_state_change(self, change: StateChange, *, name: str = "",
+                        prompt_text: Callable[[], str] = lambda: "") -> list[str]:
+        """`on_change` for a pane's StateChange, the one way every pane source notifies: a pane's first
+        state is no change, and the prompt text (`prompt_text()`) is read only when it will be shown."""
+        if change.old is None or not self.wants(change.old.state, change.new.state):
+            return []
+        text = prompt_text() if change.new.state == "blocked" else ""
+        return self.on_change(name or change.pane, change.agent or "", change.old.state, change.new.state, text)
 
     def on_change(self, pane_id: str, agent: str, old_state: str, new_state: str, prompt_text: str = "") -> list[str]:
         """Notify if this state change calls for it; returns the names of the backends that fired."""

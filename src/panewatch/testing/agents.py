@@ -24,7 +24,7 @@ from panewatch.core.cast import Cast, CastEvent, read_cast
 from panewatch.core.combine import PaneState, Report
 from panewatch.core.machine import StateChange
 from panewatch.runtime.guard import InputGuard
-from panewatch.runtime.hooks import ReportServer, hook_launcher, inject_claude_hooks
+from panewatch.runtime.hooks import PaneHooks
 from panewatch.runtime.live import LivePane, ManifestWatcher
 from panewatch.testing.capture import PROFILES, AgentProfile, final_literal, literals
 from panewatch.testing.capture_truth import derive_timeline
@@ -52,7 +52,7 @@ class LiveAgent:
         self.gone_at: dict[str, float] = {}  # literal -> loop time of the output that erased it
         self.watching_gone: set[str] = set()
         self.mock = MockServer(MOCK_KIND[agent], clock=time.monotonic)
-        self.server: ReportServer | None = None
+        self.server: PaneHooks | None = None
         self._pane: LivePane | None = None
         self._record: IO[str] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -77,10 +77,8 @@ class LiveAgent:
                          args=self.profile.inline_args if self.inline else ())
         argv, env = list(launch.argv), dict(launch.env) | (self.profile.inline_env if self.inline else {})
         if self.hooks:
-            self.server = ReportServer(self._on_report, clock=loop.time)
-            await self.server.start()
-            env |= self.server.pane_env(self.pane_id)
-            argv = inject_claude_hooks(argv, hook_launcher(), cwd=launch.cwd)
+            self.server = PaneHooks(self._on_report, clock=loop.time)
+            argv = await self.server.wire(self.pane_id, argv, env, cwd=launch.cwd, agent=self.agent)
         self._record = self.record_path.open("w", encoding="utf-8")
         no_user_manifests = self.root / "user-agents"  # hermetic: only the bundled manifests
         self._pane = LivePane(argv, pane_id=self.pane_id, cols=self.cols, rows=self.rows, env=env, cwd=launch.cwd,
