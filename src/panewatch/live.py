@@ -379,9 +379,10 @@ class LivePane:
         assert self._loop is not None
         self._due, self._due_at = None, float("inf")
         now = self._loop.time()
-        self.detector.tick(now)
-        self._observe_screen()
-        self._update(now)
+        if self.detector.due(now):  # else output since arming moved the check later: wait for it
+            self.detector.tick(now)
+            self._observe_screen()
+            self._update(now)
         self._arm()
 
     def _observe_screen(self) -> None:
