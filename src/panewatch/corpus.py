@@ -33,6 +33,12 @@ class GoldenCase:
     def timeline(self) -> list[tuple[float, str]]:
         return [(float(e["t"]), str(e["state"])) for e in self.truth.get("timeline", [])]
 
+    @property
+    def latency_bounds(self) -> dict[float, float]:
+        """Widened latency bounds by truth entry t (see scoring)."""
+        return {float(e["t"]): float(e["latency_bound"]) for e in self.truth.get("timeline", [])
+                if "latency_bound" in e}
+
     def cast(self) -> Cast:
         return read_cast(self.path / "session.cast")
 

@@ -31,7 +31,7 @@ class CaseResult:
 def run_case(case: GoldenCase, manifests: list[Manifest], agent: str | None = None) -> CaseResult:
     result = replay(case.cast(), manifests, agent=agent)
     detected = [(c.t, c.state) for c in result.changes]
-    return CaseResult(case, result, score(case.timeline, detected, result.duration))
+    return CaseResult(case, result, score(case.timeline, detected, result.duration, bounds=case.latency_bounds))
 
 
 def with_replacement(manifests: list[Manifest], candidate: Manifest) -> list[Manifest]:
