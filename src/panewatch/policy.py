@@ -32,7 +32,7 @@ class Schedule(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class PolicyConfig:
-    settle: float = 0.03  # output quiet this long = a frame is complete (a frame's writes come < 5 ms apart)
+    settle: float = 0.03  # output quiet this long = a frame is complete (its writes come 0-15 ms apart)
     max_delay: float = 0.15  # bound on latency under continuous output
     min_interval: float = 0.10  # the rate bound: at most 10 classifications in any second per pane
     # An animation redraws for minutes while the verdict stays put: after `steady_after` checks with
@@ -46,7 +46,7 @@ class PolicyConfig:
     big_frame: float = 3.0  # a frame this many times the usual size is not the animation's
     stopped: float = 1.5  # quiet this many times the usual gap: the animation stopped
     learn: float = 0.25
-    burst_gap: float = 0.5  # output after this much silence starts a new burst (the animation is over)
+    burst_gap: float = 0.5  # output after this much silence starts a new burst (as after a stop)
     # Safety net only: a screen that did not change cannot change its verdict (manifest reloads and
     # foreground changes trigger their own checks), so this can be slow and cost nothing at scale.
     sweep: float = 5.0
@@ -81,7 +81,7 @@ class ChangeDrivenSchedule:
             if self._frame_bytes:
                 self._usual_bytes = _average(self._usual_bytes, self._frame_bytes, c.learn)
             if quiet >= c.burst_gap or (self._usual_gap is not None and quiet > c.stopped * self._usual_gap):
-                self._steady = 0
+                self._steady = 0  # the animation had stopped: this is something new (Enter after typing)
             else:
                 self._usual_gap = _average(self._usual_gap, quiet, c.learn)
             self._frame_start, self._frame_bytes = now, 0
