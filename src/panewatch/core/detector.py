@@ -14,6 +14,7 @@ from panewatch.core.policy import ChangeDrivenSchedule, Schedule
 from panewatch.core.screen import Screen, Snapshot
 
 UNKNOWN = Verdict("idle", None, agent="")
+TIMER_SLACK = 0.001  # seconds: a timer that fires this much early has come (event loops round)
 
 
 @dataclass(slots=True)
@@ -44,7 +45,7 @@ class PaneDetector:
 
     def feed(self, now: float, data: bytes) -> None:
         self.screen.feed(data)
-        self.schedule.on_output(now)
+        self.schedule.on_output(now, len(data))
 
     def resize(self, now: float, cols: int, rows: int) -> None:
         self.screen.resize(cols, rows)
@@ -52,6 +53,11 @@ class PaneDetector:
 
     def next_due(self) -> float:
         return self.schedule.next_due()
+
+    def due(self, now: float) -> bool:
+        """Whether a scheduled check has come. A live timer armed for an earlier due time fires after
+        more output moved the check later (an animation's next frame postpones its stop check)."""
+        return now >= self.schedule.next_due() - TIMER_SLACK
 
     def manifest(self) -> Manifest | None:
         wanted = self.agent_id or self._identified
@@ -104,14 +110,18 @@ class PaneDetector:
         return self.verdict
 
     def tick(self, now: float) -> Verdict | None:
-        """Run a scheduled check. Returns the new verdict if the *state* changed, else None."""
+        """Run a scheduled check (nothing before it is `due`). Returns the new verdict if the *state*
+        changed, else None."""
+        if not self.due(now):
+            return None
         before = self.verdict
         self.stats.checks += 1
         after = self.classify_now()
-        # "Changed" includes the evidence: a title spinner whose glyph moves keeps the fast rate. Counting
-        # only state and rule as change was tried: it made Codex's idle (its title spins on for 0.25 s
-        # after the screen is done) 0.52 s late on the corpus.
-        self.schedule.on_classified(now, changed=after != before)
+        # Only the state or the deciding rule count as a change, not the matched text: a spinner glyph
+        # moving in the title is the animation the schedule backs off from. (Counting the evidence kept
+        # Codex, whose title spins at 12 Hz, at 10 checks/s for whole turns; the policy's stop rule now
+        # catches the end of its spinner without that.)
+        self.schedule.on_classified(now, changed=(after.state, after.rule) != (before.state, before.rule))
         if after.state != before.state:
             return after
         return None
