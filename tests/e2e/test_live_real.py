@@ -152,8 +152,8 @@ def test_live_pane_claude_hooks_move_the_state(tmp_path: Path) -> None:
         async with agent:
             await _bash_turn(agent)
     _run(go)
-    assert agent.server is not None
-    assert agent.server.accepted >= 4 and not agent.server.rejected
+    assert agent.report_server is not None
+    assert agent.report_server.accepted >= 4 and not agent.report_server.rejected
     got = [(r.detail.split()[0], r.state, after.state, after.source) for r, after in agent.reports]
     events = [event for event, *_ in got]
     assert events[:3] == ["UserPromptSubmit", "PreToolUse", "PermissionRequest"] and events[-1] == "Stop", got

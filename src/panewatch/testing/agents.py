@@ -24,7 +24,7 @@ from panewatch.core.cast import Cast, CastEvent, read_cast
 from panewatch.core.combine import PaneState, Report
 from panewatch.core.machine import StateChange
 from panewatch.runtime.guard import InputGuard
-from panewatch.runtime.hooks import PaneHooks
+from panewatch.runtime.hooks import PaneHooks, ReportServer
 from panewatch.runtime.live import LivePane, ManifestWatcher
 from panewatch.testing.capture import PROFILES, AgentProfile, final_literal, literals
 from panewatch.testing.capture_truth import derive_timeline
@@ -53,6 +53,7 @@ class LiveAgent:
         self.watching_gone: set[str] = set()
         self.mock = MockServer(MOCK_KIND[agent], clock=time.monotonic)
         self.server: PaneHooks | None = None
+        self.report_server: ReportServer | None = None  # kept past close(): tests read its counters
         self._pane: LivePane | None = None
         self._record: IO[str] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -79,6 +80,7 @@ class LiveAgent:
         if self.hooks:
             self.server = PaneHooks(self._on_report, clock=loop.time)
             argv = await self.server.wire(self.pane_id, argv, env, cwd=launch.cwd, agent=self.agent)
+            self.report_server = self.server.server
         self._record = self.record_path.open("w", encoding="utf-8")
         no_user_manifests = self.root / "user-agents"  # hermetic: only the bundled manifests
         self._pane = LivePane(argv, pane_id=self.pane_id, cols=self.cols, rows=self.rows, env=env, cwd=launch.cwd,
