@@ -100,8 +100,9 @@ def seed_bytes(info: PaneInfo, rows: Sequence[bytes]) -> bytes:
         out += b"\x1b]2;" + info.title.encode("utf-8", "replace").replace(b"\x07", b"").replace(b"\x1b", b"") + b"\x07"
     for y, row in enumerate(rows[: info.rows]):
         # Each row placed absolutely: a full-width row leaves a pending wrap, never a scroll.
-        out += b"\x1b[%d;1H" % (y + 1) + row.rstrip(b"\r\n") + b"\x1b[0m"
-    out += b"\x1b[%d;%dH" % (info.cursor_y + 1, info.cursor_x + 1)
+        # No reset between rows: tmux writes each row's attributes relative to where the last row left them.
+        out += b"\x1b[%d;1H" % (y + 1) + row.rstrip(b"\r\n")
+    out += b"\x1b[0m\x1b[%d;%dH" % (info.cursor_y + 1, info.cursor_x + 1)
     if not info.cursor_visible:
         out += b"\x1b[?25l"
     return bytes(out)
