@@ -81,9 +81,17 @@ def _short_path(path: str) -> str:
     return "~" + path[len(home):] if path == home or path.startswith(home + os.sep) else path
 
 
+def _agents_in_tmux() -> bool:
+    from panewatch.board.tmux import dedicated_server
+
+    path = dedicated_server().socket_path
+    return path is not None and Path(path).is_socket()
+
+
 def cmd_ls(ns: argparse.Namespace) -> int:
     try:
-        cards: list[Card] = asyncio.run(client.call("list"))["cards"]
+        # agents `new` started in tmux outlive the daemon: listing them starts one to watch them again
+        cards: list[Card] = asyncio.run(client.call("list", autostart=_agents_in_tmux()))["cards"]
     except RemoteError as exc:
         return _fail("ls", exc)
     if ns.json:
