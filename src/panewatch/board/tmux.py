@@ -182,6 +182,8 @@ class TmuxBoard:
                          rows: int) -> Card:
         """`argv` in a new window of the dedicated session; its card once the watcher has it."""
         server = dedicated_server()
+        with contextlib.suppress(OSError):  # tmux -S makes no folder (tmux -L would): a missing one fails silently
+            socket_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
         extra = [f"{k}={v}" for k, v in env.items() if os.environ.get(k) != v and "\n" not in v]
         env_args = [arg for pair in extra for arg in ("-e", pair)]
         try:
