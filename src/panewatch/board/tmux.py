@@ -4,7 +4,7 @@
                  SCAN seconds; `[tmux] watch = "off"` in config.toml: none), one TmuxWatcher each,
                  and puts each of their panes on the Hub as a TmuxHandle. `new_window` is
                  `panewatch new` in tmux: a window in the dedicated session DEDICATED_SESSION on the
-                 dedicated server (`tmux -L panewatch`), so the agent outlives the daemon; a restarted
+                 user's default tmux server, so the agent outlives the daemon; a restarted
                  daemon finds it again (its history of states is lost, its process is not).
     TmuxHandle   one tmux pane behind the board's PaneHandle interface: its card (origin "tmux",
                  `target`, `tmux_pane`, `tmux_server`), input through its PaneEndpoint (the one guard,
@@ -33,13 +33,27 @@ from panewatch.runtime.tmux_watch import TmuxPane, TmuxWatcher
 log = logging.getLogger("panewatch.board")
 
 SCAN = 5.0  # seconds between looks for tmux servers started (or gone) since
-DEDICATED_NAME = DEDICATED_SESSION = "panewatch"
+DEDICATED_SESSION = "panewatch"
 NEW_TIMEOUT = 5.0  # seconds for a window made by `new` to be seen by its watcher
 
 
 def dedicated_server() -> TmuxServer:
-    """`tmux -L panewatch`, named by its socket path as `user_servers()` names it (one server, one watcher)."""
-    return TmuxServer(socket_path=str(socket_dir() / DEDICATED_NAME))
+    """The user's default tmux server, named by its socket path as `user_servers()` names it (one server,
+    one watcher); `new` puts its agents in the session DEDICATED_SESSION there."""
+    return TmuxServer(socket_path=str(socket_dir() / "default"))
+
+
+def agents_in_tmux() -> bool:
+    """Whether agents `new` started may still run in tmux (the dedicated session exists)."""
+    path = dedicated_server().socket_path
+    if path is None or not os.path.exists(path) or shutil.which("tmux") is None:
+        return False
+    import subprocess
+
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        return subprocess.run(dedicated_server().argv("has-session", "-t", f"={DEDICATED_SESSION}"),
+                              capture_output=True, timeout=5).returncode == 0
+    return False
 
 
 class TmuxHandle:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from panewatch.board import client
+from panewatch.board.client import DaemonNotRunning
 from panewatch.board.model import Card, decided_by, format_duration, in_state
 from panewatch.board.rpc import RemoteError
 
@@ -81,17 +82,19 @@ def _short_path(path: str) -> str:
     return "~" + path[len(home):] if path == home or path.startswith(home + os.sep) else path
 
 
-def _agents_in_tmux() -> bool:
-    from panewatch.board.tmux import dedicated_server
-
-    path = dedicated_server().socket_path
-    return path is not None and Path(path).is_socket()
-
-
 def cmd_ls(ns: argparse.Namespace) -> int:
     try:
+        cards: list[Card] = asyncio.run(client.call("list"))["cards"]
+    except DaemonNotRunning as exc:
+        from panewatch.board.tmux import agents_in_tmux
+
+        if not agents_in_tmux():
+            return _fail("ls", exc)
         # agents `new` started in tmux outlive the daemon: listing them starts one to watch them again
-        cards: list[Card] = asyncio.run(client.call("list", autostart=_agents_in_tmux()))["cards"]
+        try:
+            cards = asyncio.run(client.call("list", autostart=True))["cards"]
+        except RemoteError as again:
+            return _fail("ls", again)
     except RemoteError as exc:
         return _fail("ls", exc)
     if ns.json:
