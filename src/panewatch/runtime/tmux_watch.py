@@ -37,8 +37,10 @@ from panewatch.runtime.tmux import ControlClient, TmuxServer, check_version
 
 log = logging.getLogger("panewatch.runtime.tmux")
 
-FOREGROUND_POLL = 2.0  # seconds; output and tmux's current-command subscription trigger a look sooner
-FOREGROUND_MIN = 0.25  # after output, look at the tty's foreground at most this often per pane
+# tmux tells us within about a second when a pane's command changes (a subscription), so the looks of
+# our own are a backstop: every FOREGROUND_POLL, and after output at most every FOREGROUND_MIN per pane.
+FOREGROUND_POLL = 5.0
+FOREGROUND_MIN = 1.0
 RESYNC_DELAY = 0.05  # structural notifications come in bursts (a split: window-pane-changed, layout-change)
 SERVER_POLL = 2.0  # with no session attached, look for the server's sessions this often
 STRUCTURAL = frozenset({"window-add", "window-close", "unlinked-window-add", "unlinked-window-close",
@@ -47,22 +49,38 @@ STRUCTURAL = frozenset({"window-add", "window-close", "unlinked-window-add", "un
 SUBSCRIPTION = "panewatch-cmd"
 
 
-def tty_foreground(pane_pid: int, tty: str) -> int | None:
-    """The foreground process group of a pane's tty: /proc's tpgid of the pane's first process (Linux),
-    else tcgetpgrp on the tty itself. None: unknown (the pane is gone)."""
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        with open(f"/proc/{pane_pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-        tpgid = int(fields[5])  # after "pid (comm)": state ppid pgrp session tty_nr tpgid
-        return tpgid if tpgid > 0 else None
-    with contextlib.suppress(OSError):
-        fd = os.open(tty, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
-        try:
-            pgid = os.tcgetpgrp(fd)
-            return pgid if pgid > 0 else None
-        finally:
-            os.close(fd)
-    return None
+class TtyForeground:
+    """The foreground process group of a pane's tty: the tpgid in /proc/PID/stat of the pane's first
+    process (Linux; the file stays open and is re-read in place, one syscall a look), else tcgetpgrp on
+    the tty itself. None: unknown (the pane is gone)."""
+
+    def __init__(self, pane_pid: int, tty: str) -> None:
+        self.pane_pid, self.tty = pane_pid, tty
+        self._fd: int | None = None
+        with contextlib.suppress(OSError):
+            self._fd = os.open(f"/proc/{pane_pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+
+    def __call__(self) -> int | None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                fields = os.pread(self._fd, 4096, 0).rsplit(b")", 1)[1].split()
+                tpgid = int(fields[5])  # after "pid (comm)": state ppid pgrp session tty_nr tpgid
+                return tpgid if tpgid > 0 else None
+            return None  # the process is gone (ESRCH)
+        with contextlib.suppress(OSError):
+            fd = os.open(self.tty, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
+            try:
+                pgid = os.tcgetpgrp(fd)
+                return pgid if pgid > 0 else None
+            finally:
+                os.close(fd)
+        return None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
 
 
 class TmuxPane(PaneDriver):
@@ -78,6 +96,7 @@ class TmuxPane(PaneDriver):
         self.exit_code: int | None = None
         self.on_output: Callable[[bytes], None] | None = None  # a viewer's tap (the board's endpoint)
         self._fg_looked = float("-inf")
+        self._tty = TtyForeground(info.pid, info.tty)
         self._fg_later: asyncio.TimerHandle | None = None
 
     @property
@@ -147,13 +166,17 @@ class TmuxPane(PaneDriver):
         if not self.machine.has_exited:
             self._publish(self.machine.exited(self.clock(), None, detail))
         self._stop_driving()
+        self._tty.close()
         self.screen.close()
 
     # -- who holds the tty -------------------------------------------------------------------------
 
     def _look_at_foreground(self, now: float) -> None:
         self._fg_looked = now
-        pgid = tty_foreground(self.info.pid, self.info.tty)
+        if (self._tty.pane_pid, self._tty.tty) != (self.info.pid, self.info.tty):  # respawn-pane
+            self._tty.close()
+            self._tty = TtyForeground(self.info.pid, self.info.tty)
+        pgid = self._tty()
         if self.tracker.poll(now, pgid, self.info.pid, self.watcher.current()):
             self._set_foreground(now, self.tracker.current)
 
@@ -170,6 +193,14 @@ class TmuxPane(PaneDriver):
 
     def _refresh_foreground(self, now: float) -> None:
         self._look_at_foreground(now)
+
+    def stop(self) -> None:
+        """Stop watching (the watcher closes); the pane itself is the user's and lives on."""
+        if self._fg_later is not None:
+            self._fg_later.cancel()
+            self._fg_later = None
+        self._stop_driving()
+        self._tty.close()
 
     def poll_foreground(self) -> None:
         if self.seeded and not self.machine.has_exited:
@@ -215,13 +246,15 @@ class TmuxWatcher:
         self._resync_again = False
         self._timer: asyncio.TimerHandle | None = None
         self._closing = False
+        self._fg_polled = 0.0
 
     async def start(self) -> None:
         """Check the version (TmuxVersionError if too old), then discover and attach."""
         check_version()
         self._loop = asyncio.get_running_loop()
         await self.resync()
-        self._timer = self._loop.call_later(FOREGROUND_POLL, self._on_timer)
+        self._fg_polled = self._loop.time()
+        self._timer = self._loop.call_later(SERVER_POLL, self._on_timer)
 
     async def close(self) -> None:
         self._closing = True
@@ -235,18 +268,21 @@ class TmuxWatcher:
             await client.close()
         self.clients.clear()
         for pane in list(self.panes.values()):
-            pane._stop_driving()
+            pane.stop()
 
     def _on_timer(self) -> None:
         assert self._loop is not None
-        for pane in list(self.panes.values()):
-            try:
-                pane.poll_foreground()
-            except Exception:  # a sweep never dies on one pane
-                log.exception("tmux pane %s: foreground poll failed", pane.pane_id)
+        now = self._loop.time()
+        if now - self._fg_polled >= FOREGROUND_POLL:
+            self._fg_polled = now
+            for pane in list(self.panes.values()):
+                try:
+                    pane.poll_foreground()
+                except Exception:  # a sweep never dies on one pane
+                    log.exception("tmux pane %s: foreground poll failed", pane.pane_id)
         if not self.clients:  # nothing attached tells us about new sessions: ask
             self.schedule_resync(0.0)
-        self._timer = self._loop.call_later(min(FOREGROUND_POLL, SERVER_POLL), self._on_timer)
+        self._timer = self._loop.call_later(SERVER_POLL, self._on_timer)
 
     # -- the pane list -----------------------------------------------------------------------------
 
