@@ -3,13 +3,12 @@
 Cards appear and change state live; an answer goes through only after confirmation and with the
 fingerprint of the prompt the user saw; the live terminal view types only into a pane that is not
 blocked; and the security refusals hold in a real browser (no token, DNS rebinding, a cross-site
-websocket). `.ci/run` installs chromium; elsewhere these tests skip when it is missing.
+websocket). `scripts/test` installs chromium; without it these tests fail unless PANEWATCH_SKIP=browser.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import stat
 import subprocess
@@ -19,22 +18,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright import sync_api
 
 from boardutil import ServeProcess, cli, new_agent, wait_for, wait_state
+from components import chromium_path
 
-CHROMIUM = os.environ.get("PANEWATCH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM = chromium_path()
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
         "--host-resolver-rules=MAP evil.test 127.0.0.1"]  # a DNS-rebinding name for our loopback
 MS = 15_000
 REPLY_DELAY_MS = 250
 
-if not os.path.exists(CHROMIUM):
-    if os.environ.get("CI"):
-        raise RuntimeError(f"chromium not found at {CHROMIUM}: .ci/run should have installed it")
-    pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
-
-sync_api = pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.needs("browser")  # tests/components.py: fails without it unless PANEWATCH_SKIP=browser
 
 
 @pytest.fixture(scope="module")
