@@ -34,8 +34,9 @@ def register(subparsers: Any) -> None:
         description="Run the daemon that every `panewatch run` registers with, that owns headless panes "
                     "(`panewatch new`) and serves the sessions board on loopback. `panewatch board` and "
                     "`panewatch run` start it in the background when needed.")
-    serve.add_argument("--port", type=int, default=int(os.environ.get("PANEWATCH_BOARD_PORT") or 0),
-                       help="the board's TCP port (default: $PANEWATCH_BOARD_PORT, else any free port)")
+    serve.add_argument("--port", type=int, default=None,
+                       help="the board's TCP port (default: $PANEWATCH_BOARD_PORT, else `[board] port` in "
+                            "config.toml, else any free port)")
     serve.add_argument("--host", default="127.0.0.1", help="a loopback address (default 127.0.0.1); "
                                                            "other addresses are refused")
     serve.add_argument("--idle-exit", type=float, metavar="SECONDS",
@@ -66,6 +67,11 @@ def cmd_serve(ns: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"panewatch serve: {exc}", file=sys.stderr)
         return 2
+    try:
+        ns.port, ns.port_from = board_port(ns.port)
+    except ValueError as exc:
+        print(f"panewatch serve: {exc}", file=sys.stderr)
+        return 2
     logs.setup(path=ns.log_file, level=logging.WARNING if ns.quiet else logging.INFO, limits=limits)
     try:
         return asyncio.run(_serve(ns, limits))
@@ -87,7 +93,8 @@ async def _serve(ns: argparse.Namespace, limits: Limits) -> int:
         print(f"panewatch serve: {exc} (`panewatch board` prints its URL)", file=sys.stderr)
         return EXIT_ALREADY_RUNNING
     except OSError as exc:
-        print(f"panewatch serve: cannot listen on {ns.host}:{ns.port}: {exc.strerror or exc}", file=sys.stderr)
+        source = f" (the port is from {ns.port_from})" if ns.port_from else ""
+        print(f"panewatch serve: cannot listen on {ns.host}:{ns.port}{source}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -101,6 +108,22 @@ async def _serve(ns: argparse.Namespace, limits: Limits) -> int:
     finally:
         await daemon.close()
     return 0
+
+
+def board_port(arg: int | None) -> tuple[int, str]:
+    """The port to listen on and where it came from: --port, else $PANEWATCH_BOARD_PORT, else `[board] port`."""
+    if arg is not None:
+        return arg, "--port"
+    env = os.environ.get("PANEWATCH_BOARD_PORT", "").strip()
+    if env:
+        try:
+            return int(env), "PANEWATCH_BOARD_PORT"
+        except ValueError:
+            raise ValueError(f"PANEWATCH_BOARD_PORT={env!r} is not a port number") from None
+    from panewatch.runtime.settings import load_settings
+
+    settings = load_settings()
+    return settings.board.port, f"[board] port in {settings.path}" if settings.board.port else ""
 
 
 def _more_files() -> None:
