@@ -50,6 +50,7 @@ def register(subparsers: Any) -> None:
     board = subparsers.add_parser("board", help="open the sessions board in a browser and print a one-time link "
                                                 "to it, starting the daemon if needed")
     board.add_argument("--no-open", action="store_true", help="print the one-time link only, do not open a browser")
+    board.add_argument("--pane", metavar="ID", help="open the board at this pane (a notification's click does)")
     board.add_argument("--json", action="store_true",
                        help="print {url (one-time link), base, pid, port, panes} as JSON")
     board.set_defaults(func=cmd_board)
@@ -162,7 +163,9 @@ def cmd_board(ns: argparse.Namespace) -> int:
     async def ask() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
         info = await client.call("info", autostart=True, timeout=client.START_TIMEOUT)
         # Two links: the browser spends its own, so the printed one still works elsewhere.
-        return info, await client.call("login"), await client.call("login", launcher=True) if opening else None
+        pane = {"pane": ns.pane} if ns.pane else {}
+        return info, await client.call("login", **pane), (await client.call("login", launcher=True, **pane)
+                                                          if opening else None)
 
     try:
         info, link, launcher = asyncio.run(ask())
