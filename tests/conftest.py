@@ -7,6 +7,15 @@ from typing import Any
 
 import pytest
 
+# Every real component a test needs (`@pytest.mark.needs("browser")`): missing fails the test unless
+# PANEWATCH_SKIP names it, and the run ends with the list of skips (tests/components.py).
+from components import (  # noqa: F401  (pytest finds hooks by name in a conftest)
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_runtest_setup,
+    pytest_terminal_summary,
+)
+
 DATA = Path(__file__).parent / "data"
 # The published example: a real Claude Code 2.1.303 permission dialog, words placed by CSI n G.
 EXAMPLE_PATH = DATA / "published_example.raw"

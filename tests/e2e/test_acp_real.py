@@ -2,7 +2,7 @@
 
 A real `session/request_permission` makes the session blocked (combine() over the ACP report) with
 the request's options; each answer — allow, reject, cancel — resolves it, and the agent's next
-model request carries the matching tool result. Skipped without the CLIs or the SDK.
+model request carries the matching tool result. Needs the pinned CLIs (PANEWATCH_SKIP=agents opts out).
 """
 
 from __future__ import annotations
@@ -12,16 +12,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import acp
 import pytest
 
 from panewatch.runtime.acp import AcpClient, AcpState
 from panewatch.testing.homes import find_agents_bin, prepare
 from panewatch.testing.mock import MockServer
 
-acp = pytest.importorskip("acp", reason="the ACP SDK is not installed: pip install -e '.[acp]'")
 BIN = find_agents_bin()
-pytestmark = pytest.mark.skipif(BIN is None or not (BIN / "claude-agent-acp").exists(),
-                                reason="pinned claude-agent-acp not installed: run scripts/install-agents")
+pytestmark = pytest.mark.needs("agents")  # tests/components.py: fails without them unless PANEWATCH_SKIP=agents
 
 # What the agent sends back to the model for each answer (observed with claude-agent-acp 0.23.1).
 RESULTS = {

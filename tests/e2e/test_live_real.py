@@ -7,9 +7,9 @@
 * Claude Code with panewatch's hooks: real hook calls reach the runtime's socket and move the state;
 * `panewatch run` inside an outer pty we own, as a user would run it.
 
-Skipped without the CLIs (scripts/install-agents). Every wait polls with a deadline. Live changes may
-lead (hooks) or lag (detection) the screen a little, so segments are scored with LIVE_GRACE; no
-latency is asserted (`panewatch bench agents` measures them).
+Needs the pinned CLIs (scripts/install-agents; PANEWATCH_SKIP=agents opts out). Every wait polls
+with a deadline. Live changes may lead (hooks) or lag (detection) the screen a little, so segments
+are scored with LIVE_GRACE; no latency is asserted (`panewatch bench agents` measures them).
 """
 
 from __future__ import annotations
@@ -34,17 +34,10 @@ from panewatch.testing.homes import MOCK_KIND, find_agents_bin, prepare
 from panewatch.testing.mock import MockServer
 
 BIN = find_agents_bin()
-pytestmark = pytest.mark.skipif(BIN is None, reason="pinned agent CLIs not installed: run scripts/install-agents "
-                                                    "(or set PANEWATCH_AGENTS_BIN to their bin dir)")
+pytestmark = pytest.mark.needs("agents")  # tests/components.py: fails without them unless PANEWATCH_SKIP=agents
 AGENTS = ("claude", "codex", "gemini")
 STARTUP, STEP = 60.0, 45.0
 LIVE_GRACE = 1.0  # seconds a live change may trail or lead the screen's truth at a transition
-
-
-def _need(agent: str) -> None:
-    assert BIN is not None
-    if not (BIN / agent).exists():
-        pytest.skip(f"{agent} not in {BIN}")
 
 
 def _run(make: Callable[[], Awaitable[None]]) -> None:
@@ -116,7 +109,6 @@ async def _bash_turn(agent: LiveAgent) -> None:
 
 @pytest.mark.parametrize("name", AGENTS)
 def test_live_pane_bash_answered_through_the_guard(name: str, tmp_path: Path) -> None:
-    _need(name)
     agent = LiveAgent(name, tmp_path)
 
     async def go() -> None:
@@ -130,7 +122,6 @@ def test_live_pane_bash_answered_through_the_guard(name: str, tmp_path: Path) ->
 
 @pytest.mark.parametrize("name", AGENTS)
 def test_live_pane_prose_trap_stays_idle(name: str, tmp_path: Path) -> None:
-    _need(name)
     agent = LiveAgent(name, tmp_path)
 
     async def go() -> None:
@@ -145,7 +136,6 @@ def test_live_pane_prose_trap_stays_idle(name: str, tmp_path: Path) -> None:
 
 
 def test_live_pane_claude_hooks_move_the_state(tmp_path: Path) -> None:
-    _need("claude")
     agent = LiveAgent("claude", tmp_path, hooks=True)
 
     async def go() -> None:
@@ -184,7 +174,6 @@ def _wait(cond: Callable[[], bool], timeout: float) -> bool:
 
 @pytest.mark.parametrize("name", AGENTS)
 def test_panewatch_run_bash(name: str, tmp_path: Path) -> None:
-    _need(name)
     from panewatch.testing.capture import PROFILES
 
     profile = PROFILES[name]

@@ -7,8 +7,9 @@ the headless panes made by `panewatch new`, and serves the board over HTTP on lo
 Unix-socket operations (JSON lines, see rpc.py), params → result:
 
     info                                        → {url, pid, port, panes, version}; url has no secret
-    login    {launcher?}                         → {url, expires_in, file?}: a one-time sign-in link (security.py);
-                                                  launcher: also a private page forwarding to it, for a browser
+    login    {launcher?, pane?}                  → {url, expires_in, file?}: a one-time sign-in link (security.py);
+                                                  launcher: also a private page forwarding to it; pane: the
+                                                  board opens at that pane (a notification's click), for a browser
     list                                        → {cards}
     new      {argv, name?, cwd?, env?, cols?, rows?, agent?}  → {card}; notified like `run` panes
     send     {pane, text, enter?}                refused while blocked (error pane_blocked + prompt), or
@@ -42,6 +43,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp import web
 
@@ -62,7 +64,7 @@ from panewatch.errors import PanewatchError
 from panewatch.runtime import paths
 from panewatch.runtime.hooks import PaneHooks, remove_stale_sockets
 from panewatch.runtime.live import LivePane, ManifestWatcher
-from panewatch.runtime.notify import Notifier
+from panewatch.runtime.notify import Notifier, open_board_at
 from panewatch.runtime.settings import load_settings
 
 log = logging.getLogger("panewatch.board")
@@ -189,10 +191,11 @@ class Daemon:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/"
 
-    def login(self, *, launcher: bool = False) -> dict[str, Any]:
-        """A one-time sign-in link; with `launcher`, also a private page forwarding to it (removed at expiry)."""
+    def login(self, *, launcher: bool = False, pane: str | None = None) -> dict[str, Any]:
+        """A one-time sign-in link; with `launcher`, also a private page forwarding to it (removed at expiry);
+        with `pane`, the board opens at that pane's card."""
         assert self.access is not None
-        url = f"{self.base_url}?token={self.access.mint()}"
+        url = f"{self.base_url}?token={self.access.mint()}" + (f"&pane={quote(pane, safe='')}" if pane else "")
         reply: dict[str, Any] = {"url": url, "expires_in": self.access.login_ttl}
         if launcher:
             path = write_launcher(paths.runtime_dir(), url)
@@ -377,10 +380,10 @@ class Daemon:
     def _notify_change(self, local: LocalPane, change: StateChange) -> None:
         """A headless pane has no terminal of its own: the daemon notifies for it (`run` panes notify themselves)."""
         if self.notifier is None:
-            self.notifier = Notifier(self._settings, asyncio.get_running_loop().time)
+            self.notifier = Notifier(self._settings, asyncio.get_running_loop().time, open_board=open_board_at)
         prompt = local.endpoint.prompt
         self.notifier.on_state_change(change, name=local.card.get("name") or change.pane,
-                                      prompt_text=lambda: prompt.text() if prompt else "")
+                                      prompt_text=lambda: prompt.text() if prompt else "", board_pane=local.id)
 
     def _on_report(self, pane_id: str, report: Report) -> None:
         handle = self.hub.panes.get(pane_id)

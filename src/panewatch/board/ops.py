@@ -3,7 +3,8 @@ websocket (wsession.py), each parameter validated once, here.
 
     op        params                                       result                                 web
     info      —                                            {url, pid, port, panes, version}; url has no secret
-    login     {launcher?}                                  {url, expires_in, file?}: a one-time sign-in link
+    login     {launcher?, pane?}                           {url, expires_in, file?}: a one-time sign-in link
+                                                           (with pane: the board opens at that pane)
                                                            (security.py); launcher: also a private page
                                                            forwarding to it, for a browser
     list      —                                            {cards}
@@ -72,7 +73,7 @@ class Board(Protocol):
     gate: ConnectionGate  # the web side's connection caps (limits.py)
 
     def info(self) -> Message: ...
-    def login(self, *, launcher: bool = False) -> Message: ...
+    def login(self, *, launcher: bool = False, pane: str | None = None) -> Message: ...
     async def new_pane(self, spec: NewPane) -> Card: ...
     async def dismiss(self, pane_id: str, *, kill: bool = False) -> None: ...
     def stop(self) -> None: ...
@@ -129,7 +130,10 @@ async def _login(board: Board, msg: Message) -> Result:
     launcher = msg.get("launcher", False)
     if not isinstance(launcher, bool):
         raise bad_request("launcher must be true or false")
-    return board.login(launcher=launcher)
+    pane = msg.get("pane")
+    if pane is not None and not (isinstance(pane, str) and 0 < len(pane) <= 128 and pane.isprintable()):
+        raise bad_request("pane must be a pane id")
+    return board.login(launcher=launcher, pane=pane)
 
 
 async def _list(board: Board, msg: Message) -> Result:

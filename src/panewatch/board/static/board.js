@@ -1,6 +1,8 @@
 // The sessions board: one card per pane, pushed over a websocket (never polled).
 // Everything from a pane (names, prompts, screen text) is untrusted: it only ever goes into
-// textContent, never into HTML.
+// textContent, never into HTML. Keyboard navigation: keys.js.
+
+import { setupKeys } from "./keys.js";
 
 const STATES = ["blocked", "working", "idle", "exited"];
 const RECONNECT_MAX = 5000;
@@ -20,11 +22,18 @@ let view = null;           // the terminal view module, loaded on first use
 
 // For tests and benchmarks: the state, and `answer`, which confirms exactly like the Confirm button
 // (with the fingerprint the caller saw, e.g. a stale one, as when the prompt changes in flight).
+// choose / confirm / cancel are what clicking an option, Confirm and Cancel do (keys.js calls them).
 window.panewatchBoard = {
-  cards, renderLog, send, request,
+  cards, nodes, renderLog, send, request,
   answer(id, number, fingerprint) {
     uiState(id).pending = { number, label: `option ${number}`, fingerprint };
     return confirmAnswer(id);
+  },
+  choose, cancel,
+  confirm(id) {
+    if (!ui.get(id)?.pending) return false;
+    confirmAnswer(id);
+    return true;
   },
 };
 
@@ -160,6 +169,7 @@ function flushCards() {
   for (const msg of batch) applyCards(msg, changed);
   reorder();
   summarize();
+  keys.cardsChanged();
   const shown = Date.now();
   for (const entry of changed) entry.shown = shown;  // the frame that paints them
 }
@@ -260,12 +270,7 @@ function renderPrompt(card, state) {
     const chosen = state.pending && state.pending.number === option.number;
     options.append(el("button", {
       type: "button", class: `option kind-${option.kind}${chosen ? " chosen" : ""}`, "data-option": option.number,
-      disabled: state.busy, text: `${option.number}. ${option.label}`,
-      onclick: () => {
-        state.pending = { number: option.number, label: option.label, fingerprint: prompt.fingerprint };
-        state.message = null;
-        renderCard(cards.get(card.id));
-      },
+      disabled: state.busy, text: `${option.number}. ${option.label}`, onclick: () => choose(card.id, option.number),
     }));
   }
   if (!prompt.options.length) options.append(el("span", { class: "no-options", text: "No options found on screen: open the terminal to see it." }));
@@ -274,10 +279,29 @@ function renderPrompt(card, state) {
     box.append(el("div", { class: "confirm", role: "alertdialog" },
       el("span", { text: `Answer “${state.pending.number}. ${state.pending.label}”?` }),
       el("button", { type: "button", class: "confirm-yes", onclick: () => confirmAnswer(card.id), text: "Confirm answer" }),
-      el("button", { type: "button", class: "confirm-no", text: "Cancel",
-        onclick: () => { state.pending = null; renderCard(cards.get(card.id)); } })));
+      el("button", { type: "button", class: "confirm-no", text: "Cancel", onclick: () => cancel(card.id) })));
   }
   return box;
+}
+
+// Choosing an option opens its confirmation (bound to the prompt shown now); nothing is typed yet.
+function choose(id, number) {
+  const card = cards.get(id);
+  const state = uiState(id);
+  const option = card && card.state === "blocked" && card.prompt && card.prompt.options.find((o) => o.number === number);
+  if (!option || state.busy) return false;
+  state.pending = { number: option.number, label: option.label, fingerprint: card.prompt.fingerprint };
+  state.message = null;
+  renderCard(card);
+  return true;
+}
+
+function cancel(id) {
+  const state = ui.get(id);
+  if (!state || !state.pending) return false;
+  state.pending = null;
+  renderCard(cards.get(id));
+  return true;
 }
 
 async function confirmAnswer(id) {
@@ -352,7 +376,7 @@ function notify(card) {
   lastNotified.set(card.id, now);
   const question = card.prompt && card.prompt.question ? card.prompt.question : "waiting for you";
   const note = new Notification(`${card.name || card.id} is blocked`, { body: `${card.agent || "agent"}: ${question}`, tag: `panewatch-${card.id}` });
-  note.onclick = () => { window.focus(); const node = nodes.get(card.id); if (node) node.scrollIntoView({ block: "center" }); };
+  note.onclick = () => { window.focus(); keys.select(card.id); };
 }
 
 function setupNotifications() {
@@ -370,6 +394,7 @@ async function openView(id) {
   view.open(id, { cards, send, request });
 }
 
+const keys = setupKeys(window.panewatchBoard);
 $("filter").addEventListener("input", () => { for (const [id, node] of nodes) applyFilter(node, cards.get(id)); });
 setupNotifications();
 setInterval(tick, 1000);
