@@ -25,11 +25,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from panewatch.board.model import Card, prompt_json, wire_error
+from panewatch.board.model import Card, bad_request, prompt_json, wire_error
 from panewatch.board.rpc import RemoteError
+from panewatch.core.classify import explain
 from panewatch.core.machine import StateChange
 from panewatch.core.prompt import Prompt, parse_prompt
+from panewatch.core.states import STATES
 from panewatch.errors import GuardError
+from panewatch.golden.wrong import WrongState, write_case
+from panewatch.runtime import paths
 from panewatch.runtime.guard import InputGuard
 from panewatch.runtime.live import LivePane
 
@@ -173,6 +177,31 @@ class PaneEndpoint:
     def resize(self, cols: int, rows: int) -> None:
         self.pane.resize(cols, rows)  # validated and clamped by the operation (board/ops.py)
         self._publish()
+
+    # -- "this state is wrong" -----------------------------------------------------------------
+
+    async def report_wrong(self, expected: str | None) -> dict[str, Any]:
+        """Save this pane's history as a golden case in the user's corpus (golden/wrong.py); where it is.
+        Taken on the loop (one consistent moment), masked and written in a thread (a few hundred KB)."""
+        if expected is not None and expected not in STATES:
+            raise bad_request(f"expected must be one of {', '.join(STATES)}")
+        pane = self.pane
+        history = pane.machine.history
+        if history is None:
+            raise RemoteError("no_history", f"pane {pane.pane_id} keeps no history")
+        snapshot = pane.snapshot()
+        manifest = pane.watcher.get(pane.agent) if pane.agent else None
+        trace = explain(snapshot, manifest, pane.detector.quarantine)[1] if manifest is not None else None
+        report = WrongState(history.recent(), self.name, pane.agent, pane.state, pane.verdict, snapshot, trace,
+                            expected, time.time(), pane.clock())
+        try:
+            folder = await asyncio.to_thread(write_case, paths.user_corpus_dir(), report)
+        except OSError as exc:
+            raise RemoteError("write_failed", f"cannot save the case: {exc.strerror or exc}") from None
+        log.info("pane %s: wrong-state report saved in %s", pane.pane_id, folder)
+        return {"path": str(folder), "agent": pane.agent, "state": pane.state.state, "expected": expected,
+                "bytes": report.recent.output_bytes, "changes": len(report.recent.changes),
+                "manifest": str(manifest.source) if manifest is not None else None}
 
     # -- output for viewers ----------------------------------------------------------------------
 

@@ -13,6 +13,9 @@ websocket (wsession.py), each parameter validated once, here.
     answer    {pane, option, fingerprint}                  {option, cleared, state, prompt_after}  ✓
     resize    {pane, cols, rows}                           — headless panes only                   ✓
     dismiss   {pane}                                       — remove an exited pane's card          ✓
+    report_wrong {pane, expected?}                         {path, agent, state, expected, bytes,   ✓
+                                                           changes, manifest}: the pane's history saved
+                                                           as a golden case (golden/wrong.py)
     close     {pane}                                       — kill a headless pane, remove its card
     shutdown  —                                            —
     ping      —                                            —
@@ -159,6 +162,10 @@ async def _answer(board: Board, msg: Message) -> Result:
     return await pane(board, msg).answer(str(option), fingerprint)
 
 
+async def _report_wrong(board: Board, msg: Message) -> Result:
+    return await pane(board, msg).report_wrong(text(msg, "expected") or None)
+
+
 async def _resize(board: Board, msg: Message) -> Result:
     handle = pane(board, msg)
     await handle.resize(*_size(msg, required=True))
@@ -200,6 +207,7 @@ OPS: dict[str, Op] = {
     "answer": Op(_answer, web=True),
     "resize": Op(_resize, web=True),
     "dismiss": Op(_dismiss, web=True),
+    "report_wrong": Op(_report_wrong, web=True),
     "close": Op(_close),
     "shutdown": Op(_shutdown),
     "ping": Op(_ping),

@@ -26,6 +26,7 @@ from panewatch.core.cast import CastWriter
 from panewatch.core.classify import Verdict
 from panewatch.core.combine import PaneState, Report
 from panewatch.core.detector import PaneDetector
+from panewatch.core.history import HISTORY_BYTES
 from panewatch.core.machine import Foreground, PaneMachine, StateChange
 from panewatch.core.manifest import Manifest, ManifestError, ManifestSet, load_all
 from panewatch.core.policy import ChangeDrivenSchedule, PolicyConfig, Schedule
@@ -165,6 +166,7 @@ class LivePane:
         on_error: Callable[[str], None] | None = None,
         wall: Callable[[], float] = time.time,
         tcattrs: list[Any] | None = None,
+        history: int = HISTORY_BYTES,
     ) -> None:
         self.argv = list(argv)
         self.pane_id = pane_id
@@ -181,7 +183,7 @@ class LivePane:
         # The timing policy: ours with `policy` by default, or e.g. a benchmark's FixedSweepSchedule.
         made = time.monotonic()
         self.machine = PaneMachine(self.watcher.current, cols, rows, pane_id=pane_id, agent=agent, start=made,
-                                   cost_clock=time.perf_counter,
+                                   cost_clock=time.perf_counter, history=history,
                                    schedule=(schedule or (lambda t: ChangeDrivenSchedule(policy, start=t)))(made))
         self.tracker = ForegroundTracker()
         self.exit_code: int | None = None
