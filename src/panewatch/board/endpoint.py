@@ -23,12 +23,15 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from panewatch.board.model import Card, bad_request, prompt_json, wire_error
 from panewatch.board.rpc import RemoteError
 from panewatch.core.classify import explain
 from panewatch.core.machine import StateChange
+from panewatch.core.manifest import Manifest
 from panewatch.core.prompt import Prompt, parse_prompt
 from panewatch.core.states import STATES
 from panewatch.errors import GuardError
@@ -193,7 +196,7 @@ class PaneEndpoint:
         manifest = pane.watcher.get(pane.agent) if pane.agent else None
         trace = explain(snapshot, manifest, pane.detector.quarantine)[1] if manifest is not None else None
         report = WrongState(history.recent(), self.name, pane.agent, pane.state, pane.verdict, snapshot, trace,
-                            expected, time.time(), pane.clock())
+                            expected, time.time(), pane.clock(), _manifest_file(manifest))
         try:
             folder = await asyncio.to_thread(write_case, paths.user_corpus_dir(), report)
         except OSError as exc:
@@ -201,7 +204,7 @@ class PaneEndpoint:
         log.info("pane %s: wrong-state report saved in %s", pane.pane_id, folder)
         return {"path": str(folder), "agent": pane.agent, "state": pane.state.state, "expected": expected,
                 "bytes": report.recent.output_bytes, "changes": len(report.recent.changes),
-                "manifest": str(manifest.source) if manifest is not None else None}
+                "manifest": report.manifest_file}
 
     # -- output for viewers ----------------------------------------------------------------------
 
@@ -221,3 +224,12 @@ class PaneEndpoint:
     @property
     def watched(self) -> bool:
         return bool(self._viewers)
+
+
+def _manifest_file(manifest: Manifest | None) -> str | None:
+    """The file `panewatch agents check` takes for `manifest` (a bundled one's inside the package)."""
+    if manifest is None:
+        return None
+    if manifest.origin == "bundled":
+        return str(resources.files("panewatch") / "agents" / Path(manifest.source).name)
+    return manifest.source

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
@@ -56,6 +56,7 @@ class WrongState:
     expected: str | None  # the state the user expected (None: not said)
     wall: float  # unix time of the report
     now: float  # the same moment on the history's clock
+    manifest_file: str | None = None  # the manifest that judged the screen, as `agents check` takes it
 
 
 def masked_cast(recent: Recent) -> Cast:
@@ -74,7 +75,7 @@ def scored_from(recent: Recent) -> float:
     return max((recent.relative(e.t) for e in recent.events), default=0.0)
 
 
-def truth(report: WrongState, name: str) -> dict[str, Any]:
+def truth(report: WrongState) -> dict[str, Any]:
     recent, state = report.recent, report.state
     start = scored_from(recent)
     expected = report.expected if report.expected in STATES else "ignore"
@@ -156,7 +157,8 @@ Secrets (API keys, tokens, KEY=value assignments, long random strings) were mask
 look the files over before you share them.
 
     panewatch agents explain {folder}/session.cast     # the rule behind every verdict of the replay
-    panewatch agents check MANIFEST.toml               # runs this case with the rest of the corpus
+    panewatch agents check {report.manifest_file or 'MANIFEST.toml'}
+                                                       # runs this case with the rest of the corpus
 """
 
 
@@ -178,7 +180,7 @@ def write_case(root: Path, report: WrongState) -> Path:
     folder.parent.mkdir(parents=True, exist_ok=True)
     folder.mkdir(mode=0o700)
     cast = masked_cast(report.recent)
-    doc = truth(report, folder.name)
+    doc = truth(report)
     doc["case"] = folder.name
     _write(folder / "session.cast", "".join(cast_lines(cast)))
     case = GoldenCase(folder, doc)
@@ -198,7 +200,3 @@ def _write(path: Path, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
         fh.write(text)
-
-
-def with_expected(report: WrongState, expected: str | None) -> WrongState:
-    return replace(report, expected=expected)
