@@ -16,6 +16,9 @@ websocket (wsession.py), each parameter validated once, here.
     report_wrong {pane, expected?}                         {path, agent, state, expected, bytes,   ✓
                                                            changes, manifest}: the pane's history saved
                                                            as a golden case (golden/wrong.py)
+    stats     {since?}                                     minutes lost waiting (core/waits.py          ✓
+                                                           summarize) since `since` (unix time; default
+                                                           the last 7 days), with the waits still open
     close     {pane}                                       — kill a headless pane, remove its card
     shutdown  —                                            —
     ping      —                                            —
@@ -29,6 +32,7 @@ things and an unknown name is refused the same way on both sides.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -38,6 +42,7 @@ from panewatch.board.limits import ConnectionGate
 from panewatch.board.model import Card, bad_request
 from panewatch.board.panes import Hub, PaneHandle
 from panewatch.board.rpc import RemoteError
+from panewatch.board.waits import DAY, BoardWaits
 from panewatch.core.screen import clamp_size
 
 Message = dict[str, Any]
@@ -67,6 +72,7 @@ class Board(Protocol):
     counters, and what only it can do. They take this, not the daemon (which imports them)."""
 
     hub: Hub
+    waits: BoardWaits
     pid: int
     notify_cooldown: float
     clients: int  # open board tabs
@@ -166,6 +172,15 @@ async def _report_wrong(board: Board, msg: Message) -> Result:
     return await pane(board, msg).report_wrong(text(msg, "expected") or None)
 
 
+async def _stats(board: Board, msg: Message) -> Result:
+    since = msg.get("since")
+    if since is None:
+        since = time.time() - 7 * DAY
+    if not isinstance(since, int | float) or isinstance(since, bool):
+        raise bad_request("since must be a unix time")
+    return board.waits.summary(float(since))
+
+
 async def _resize(board: Board, msg: Message) -> Result:
     handle = pane(board, msg)
     await handle.resize(*_size(msg, required=True))
@@ -208,6 +223,7 @@ OPS: dict[str, Op] = {
     "resize": Op(_resize, web=True),
     "dismiss": Op(_dismiss, web=True),
     "report_wrong": Op(_report_wrong, web=True),
+    "stats": Op(_stats, web=True),
     "close": Op(_close),
     "shutdown": Op(_shutdown),
     "ping": Op(_ping),
