@@ -144,7 +144,9 @@ Subscriber = Callable[[StateChange], None]
 
 
 class LivePane:
-    """One agent pane on the real clock. Create, then `start()` from inside the running loop."""
+    """One agent pane on the real clock. Create, then `start()` from inside the running loop.
+
+    `history`: bytes of recent output its machine keeps (core/history.py) for `report-wrong`; 0: none."""
 
     def __init__(
         self,
