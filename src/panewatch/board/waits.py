@@ -19,6 +19,7 @@ from panewatch.core.waits import summarize
 from panewatch.runtime.waitstore import WaitRecorder, local_day
 
 DAY = 86400.0
+FRESH = 2.0  # seconds a summary is served again to the same question (every board tab asks after changes)
 
 
 class BoardWaits:
@@ -26,6 +27,7 @@ class BoardWaits:
         self.recorder = recorder or WaitRecorder()
         self._keys: dict[str, str] = {}  # board id → the key of this pane's life
         self._states: dict[str, str] = {}
+        self._cached: tuple[tuple[int, int], float, dict[str, Any]] | None = None
 
     def on_card(self, pane_id: str, card: Card | None) -> None:
         """A Hub listener: called on every card change, and with None when a card leaves."""
@@ -46,12 +48,18 @@ class BoardWaits:
         self.recorder.change(key, t, state, old=old, pane_id=pane_id, name=str(card.get("name") or pane_id),
                              agent=str(card.get("agent") or "") or None)
 
-    def summary(self, since: float, until: float | None = None) -> dict[str, Any]:
+    def summary(self, since: float) -> dict[str, Any]:
+        """The figures since `since` until now. The same question (to the minute) with no wait written
+        since is answered from the last summary for FRESH seconds: many tabs, one query."""
         now = time.time()
-        until = now if until is None else until
-        return {**summarize(self.recorder.waits(since, until), local_day, since=since, until=until,
-                            ongoing=self.recorder.tracker.ongoing(now)),
-                "recording": self.recorder.failed is None}
+        key = (int(since // 60), self.recorder.written)
+        if self._cached is not None and self._cached[0] == key and now - self._cached[1] < FRESH:
+            return self._cached[2]
+        result = {**summarize(self.recorder.waits(since, now), local_day, since=since, until=now,
+                              ongoing=self.recorder.tracker.ongoing(now)),
+                  "recording": self.recorder.failed is None}
+        self._cached = (key, now, result)
+        return result
 
     def close(self) -> None:
         self.recorder.close()

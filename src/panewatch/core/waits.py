@@ -14,6 +14,7 @@ A wait that ends because the pane exited (or left the board) was not answered: i
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -101,39 +102,56 @@ class WaitTracker:
                 for pane, o in self._open.items()]
 
 
-def _figure() -> dict[str, float | int]:
-    return {"seconds": 0.0, "count": 0, "longest": 0.0}
+class _Sums:
+    """One figure being added up: seconds, count and the longest, per kind (rounded once, at the end)."""
 
+    __slots__ = ("sums",)
 
-def _add(figures: dict[str, dict[str, float | int]], wait: Wait) -> None:
-    figure = figures[wait.kind]
-    figure["seconds"] = round(float(figure["seconds"]) + wait.seconds, 3)
-    figure["count"] = int(figure["count"]) + 1
-    figure["longest"] = round(max(float(figure["longest"]), wait.seconds), 3)
+    def __init__(self) -> None:
+        self.sums: dict[str, list[float]] = {kind: [0.0, 0, 0.0] for kind in KINDS}
+
+    def add(self, kind: str, seconds: float) -> None:
+        figure = self.sums[kind]
+        figure[0] += seconds
+        figure[1] += 1
+        if seconds > figure[2]:
+            figure[2] = seconds
+
+    def json(self) -> dict[str, dict[str, float | int]]:
+        return {kind: {"seconds": round(f[0], 3), "count": int(f[1]), "longest": round(f[2], 3)}
+                for kind, f in self.sums.items()}
 
 
 def summarize(waits: Iterable[Wait], day_of: Callable[[float], str], *, since: float, until: float,
               ongoing: Iterable[Wait] = ()) -> dict[str, Any]:
     """Totals, per agent, per pane, per day (`day_of(start)`, e.g. the local date) and the longest of
     the counted waits; `ongoing` (still open) are listed apart and counted nowhere."""
-    counted = sorted((w for w in waits if w.counted), key=lambda w: w.start)
-    totals: dict[str, dict[str, float | int]] = {kind: _figure() for kind in KINDS}
-    agents: dict[str, dict[str, dict[str, float | int]]] = defaultdict(lambda: {k: _figure() for k in KINDS})
-    panes: dict[str, dict[str, Any]] = {}
-    days: dict[str, dict[str, dict[str, float | int]]] = defaultdict(lambda: {k: _figure() for k in KINDS})
+    counted = [w for w in waits if w.counted]
+    totals = _Sums()
+    agents: defaultdict[str, _Sums] = defaultdict(_Sums)
+    days: defaultdict[str, _Sums] = defaultdict(_Sums)
+    panes: dict[str, tuple[Wait, _Sums]] = {}
+    day_cache: dict[int, str] = {}  # a day starts on a quarter hour in every time zone
     for wait in counted:
-        _add(totals, wait)
-        _add(agents[wait.agent or "unknown"], wait)
-        _add(days[day_of(wait.start)], wait)
-        pane = panes.setdefault(wait.pane, {"pane": wait.pane, "id": wait.pane_id, "name": wait.name,
-                                            "agent": wait.agent, **{k: _figure() for k in KINDS}})
-        _add(pane, wait)
-    longest = sorted(counted, key=lambda w: w.seconds, reverse=True)[:LONGEST]
+        seconds = wait.seconds
+        totals.add(wait.kind, seconds)
+        agents[wait.agent or "unknown"].add(wait.kind, seconds)
+        bucket = int(wait.start // 900)
+        day = day_cache.get(bucket)
+        if day is None:
+            day = day_cache[bucket] = day_of(wait.start)
+        days[day].add(wait.kind, seconds)
+        if wait.pane not in panes:
+            panes[wait.pane] = (wait, _Sums())
+        panes[wait.pane][1].add(wait.kind, seconds)
+    longest = heapq.nlargest(LONGEST, counted, key=lambda w: w.seconds)
+    pane_rows = [{"pane": w.pane, "id": w.pane_id, "name": w.name, "agent": w.agent, **sums.json()}
+                 for w, sums in panes.values()]
     return {
-        "since": round(since, 3), "until": round(until, 3), "totals": totals,
-        "agents": [{"agent": agent, **figures} for agent, figures in sorted(agents.items())],
-        "panes": sorted(panes.values(), key=lambda p: -(float(p["blocked"]["seconds"]) + float(p["idle"]["seconds"]))),
-        "days": [{"day": day, **figures} for day, figures in sorted(days.items())],
+        "since": round(since, 3), "until": round(until, 3), "totals": totals.json(),
+        "agents": [{"agent": agent, **sums.json()} for agent, sums in sorted(agents.items())],
+        "panes": sorted(pane_rows, key=lambda p: -(p["blocked"]["seconds"] + p["idle"]["seconds"])),
+        "days": [{"day": day, **sums.json()} for day, sums in sorted(days.items())],
         "longest": [w.as_json() for w in longest],
         "ongoing": [w.as_json() for w in sorted(ongoing, key=lambda w: w.start)],
     }

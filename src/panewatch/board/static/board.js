@@ -395,7 +395,7 @@ function localDay(date) {
 
 function scheduleStats() {
   clearTimeout(statsTimer);
-  statsTimer = setTimeout(refreshStats, 500);
+  statsTimer = setTimeout(refreshStats, 1000);  // one question per burst of changes
 }
 
 function refreshStats() {
