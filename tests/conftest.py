@@ -23,8 +23,10 @@ EXAMPLE_PATH = DATA / "published_example.raw"
 
 @pytest.fixture(autouse=True)
 def _private_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads the developer's own config or runtime dir."""
+    """No test reads the developer's own config, data, state or runtime dir."""
     monkeypatch.setenv("PANEWATCH_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("PANEWATCH_DATA_DIR", str(tmp_path / "data"))  # report-wrong's corpus
+    monkeypatch.setenv("PANEWATCH_STATE_DIR", str(tmp_path / "state"))  # the stats database
     runtime = tmp_path / "run"
     runtime.mkdir(mode=0o700)
     monkeypatch.setenv("PANEWATCH_RUNTIME_DIR", str(runtime))

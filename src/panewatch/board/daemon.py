@@ -21,6 +21,8 @@ Unix-socket operations (JSON lines, see rpc.py), params → result:
                                                   and "card" {card}; the client sends "keys" {data}
                                                   and "detach"
     resize   {pane, cols, rows}                  headless panes only
+    report_wrong {pane, expected?}               → {path, …}: the pane's history as a golden case
+    stats    {since?}                           → the waits since `since` (unix time; default 7 days)
     close    {pane}                             kill a headless pane / remove an exited card
     register {card}                             this connection is a `run` pane from now on (link.py)
     shutdown
@@ -56,6 +58,7 @@ from panewatch.board.panes import Hub, LocalPane, RemotePane
 from panewatch.board.rpc import MAX_LINE, Peer, RemoteError
 from panewatch.board.security import LOGIN_TTL, Access, is_loopback, write_launcher, write_secret
 from panewatch.board.tmux import TmuxBoard, TmuxHandle
+from panewatch.board.waits import BoardWaits
 from panewatch.board.watchdog import Watchdog
 from panewatch.board.web import make_app
 from panewatch.core.combine import Report
@@ -98,6 +101,9 @@ class Daemon:
         self.gate = ConnectionGate((limits or Limits()).fit())  # held well below our descriptor limit
         self.pid = os.getpid()
         self.hub = Hub()
+        # Minutes lost waiting: the daemon is the one writer of the waits database (runtime/waitstore.py).
+        self.waits = BoardWaits()
+        self.hub.listeners.add(self.waits.on_card)
         self.stats: Counter[str] = Counter()
         self.clients = 0  # open board tabs
         self.connections: set[_Conn] = set()
@@ -229,6 +235,7 @@ class Daemon:
             await conn.peer.close()
         await self.tmux.close()
         await self.hub.close()
+        self.waits.close()  # after the hub: the panes' open waits were written as they left
         await self.watchdog.close()
         self.watcher.stop()
         if self._web is not None:

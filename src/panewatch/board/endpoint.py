@@ -23,13 +23,20 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
-from panewatch.board.model import Card, prompt_json, wire_error
+from panewatch.board.model import Card, bad_request, prompt_json, wire_error
 from panewatch.board.rpc import RemoteError
+from panewatch.core.classify import explain
 from panewatch.core.machine import StateChange
+from panewatch.core.manifest import Manifest
 from panewatch.core.prompt import Prompt, parse_prompt
+from panewatch.core.states import STATES
 from panewatch.errors import GuardError
+from panewatch.golden.wrong import WrongState, write_case
+from panewatch.runtime import paths
 from panewatch.runtime.guard import InputGuard
 from panewatch.runtime.live import LivePane
 from panewatch.runtime.tmux_watch import TmuxPane
@@ -175,6 +182,31 @@ class PaneEndpoint:
         self.pane.resize(cols, rows)  # validated and clamped by the operation (board/ops.py)
         self._publish()
 
+    # -- "this state is wrong" -----------------------------------------------------------------
+
+    async def report_wrong(self, expected: str | None) -> dict[str, Any]:
+        """Save this pane's history as a golden case in the user's corpus (golden/wrong.py); where it is.
+        Taken on the loop (one consistent moment), masked and written in a thread (a few hundred KB)."""
+        if expected is not None and expected not in STATES:
+            raise bad_request(f"expected must be one of {', '.join(STATES)}")
+        pane = self.pane
+        history = pane.machine.history
+        if history is None:
+            raise RemoteError("no_history", f"pane {pane.pane_id} keeps no history")
+        snapshot = pane.snapshot()
+        manifest = pane.watcher.get(pane.agent) if pane.agent else None
+        trace = explain(snapshot, manifest, pane.detector.quarantine)[1] if manifest is not None else None
+        report = WrongState(history.recent(), self.name, pane.agent, pane.state, pane.verdict, snapshot, trace,
+                            expected, time.time(), pane.clock(), _manifest_file(manifest))
+        try:
+            folder = await asyncio.to_thread(write_case, paths.user_corpus_dir(), report)
+        except OSError as exc:
+            raise RemoteError("write_failed", f"cannot save the case: {exc.strerror or exc}") from None
+        log.info("pane %s: wrong-state report saved in %s", pane.pane_id, folder)
+        return {"path": str(folder), "agent": pane.agent, "state": pane.state.state, "expected": expected,
+                "bytes": report.recent.output_bytes, "changes": len(report.recent.changes),
+                "manifest": report.manifest_file}
+
     # -- output for viewers ----------------------------------------------------------------------
 
     def watch(self, viewer: OutputListener) -> tuple[bytes, Callable[[], None]]:
@@ -193,3 +225,12 @@ class PaneEndpoint:
     @property
     def watched(self) -> bool:
         return bool(self._viewers)
+
+
+def _manifest_file(manifest: Manifest | None) -> str | None:
+    """The file `panewatch agents check` takes for `manifest` (a bundled one's inside the package)."""
+    if manifest is None:
+        return None
+    if manifest.origin == "bundled":
+        return str(resources.files("panewatch") / "agents" / Path(manifest.source).name)
+    return manifest.source

@@ -10,8 +10,9 @@ from panewatch.cli.detect import load_manifests, read_cast_file, resolve_agent
 from panewatch.core.classify import explain
 from panewatch.core.manifest import ManifestError, load_manifest
 from panewatch.core.replay import replay
-from panewatch.golden.cases import find_cases
+from panewatch.golden.cases import corpus_roots, find_cases
 from panewatch.golden.run import run_case, with_replacement
+from panewatch.runtime import paths
 
 
 def cmd_list(ns: argparse.Namespace) -> int:
@@ -37,7 +38,8 @@ def cmd_check(ns: argparse.Namespace) -> int:
             print(f"  - {problem}")
         return 1
     print(f"{ns.file}: valid manifest for agent {candidate.id!r} ({len(candidate.rules)} rules)")
-    cases = [c for c in find_cases() if c.agent == candidate.id]
+    # The user's own cases too (`report-wrong` saves them there): a fix is checked on what went wrong.
+    cases = [c for c in find_cases([*corpus_roots(), paths.user_corpus_dir()]) if c.agent == candidate.id]
     if not cases:
         print(f"no corpus cases for agent {candidate.id!r}: nothing to run it on")
         return 0

@@ -21,6 +21,7 @@ from typing import IO, Protocol
 from panewatch.core.classify import Verdict
 from panewatch.core.combine import PaneState, Report
 from panewatch.core.detector import PaneDetector
+from panewatch.core.history import HISTORY_BYTES
 from panewatch.core.machine import Foreground, PaneMachine, StateChange
 from panewatch.core.manifest import Manifest
 from panewatch.core.policy import ChangeDrivenSchedule, PolicyConfig, Schedule
@@ -36,6 +37,7 @@ class Manifests(Protocol):
     """What a driver needs of the manifests in force (runtime/live.py `ManifestWatcher`)."""
 
     def current(self) -> list[Manifest]: ...
+    def get(self, agent_id: str) -> Manifest | None: ...
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]: ...
     def start(self) -> None: ...
     def stop(self) -> None: ...
@@ -47,7 +49,7 @@ class PaneDriver:
     def __init__(self, watcher: Manifests, *, pane_id: str, cols: int, rows: int, agent: str | None = None,
                  policy: PolicyConfig | None = None, schedule: Callable[[float], Schedule] | None = None,
                  events: IO[str] | None = None, on_error: Callable[[str], None] | None = None,
-                 wall: Callable[[], float] = time.time) -> None:
+                 wall: Callable[[], float] = time.time, history: int = HISTORY_BYTES) -> None:
         self.pane_id = pane_id
         self.pinned_agent = agent
         self.watcher = watcher
@@ -58,7 +60,7 @@ class PaneDriver:
         # The timing policy: ours with `policy` by default, or e.g. a benchmark's FixedSweepSchedule.
         made = time.monotonic()
         self.machine = PaneMachine(watcher.current, cols, rows, pane_id=pane_id, agent=agent, start=made,
-                                   cost_clock=time.perf_counter,
+                                   cost_clock=time.perf_counter, history=history,
                                    schedule=(schedule or (lambda t: ChangeDrivenSchedule(policy, start=t)))(made))
         self.tracker = ForegroundTracker()
         self.changes = 0

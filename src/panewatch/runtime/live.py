@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from panewatch.core.cast import CastWriter
+from panewatch.core.history import HISTORY_BYTES
 from panewatch.core.manifest import Manifest, ManifestError, ManifestSet, load_all
 from panewatch.core.policy import PolicyConfig, Schedule
 from panewatch.runtime import paths
@@ -133,7 +134,9 @@ class ManifestWatcher:
 
 
 class LivePane(PaneDriver):
-    """One agent pane on the real clock. Create, then `start()` from inside the running loop."""
+    """One agent pane on the real clock. Create, then `start()` from inside the running loop.
+
+    `history`: bytes of recent output its machine keeps (core/history.py) for `report-wrong`; 0: none."""
 
     def __init__(
         self,
@@ -155,9 +158,11 @@ class LivePane(PaneDriver):
         on_error: Callable[[str], None] | None = None,
         wall: Callable[[], float] = time.time,
         tcattrs: list[Any] | None = None,
+        history: int = HISTORY_BYTES,
     ) -> None:
         super().__init__(manifests or ManifestWatcher(), pane_id=pane_id, cols=cols, rows=rows, agent=agent,
-                         policy=policy, schedule=schedule, events=events, on_error=on_error, wall=wall)
+                         policy=policy, schedule=schedule, events=events, on_error=on_error, wall=wall,
+                         history=history)
         self.argv = list(argv)
         self.headless = headless
         self.on_output = on_output
