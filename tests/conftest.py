@@ -20,6 +20,8 @@ def _private_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runtime.mkdir(mode=0o700)
     monkeypatch.setenv("PANEWATCH_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("PANEWATCH_BOARD", "off")  # no `run` in a test starts a board daemon unless it asks to
+    monkeypatch.setenv("PANEWATCH_CACHE_DIR", str(tmp_path / "cache"))  # agents' `--version` answers
+    monkeypatch.setenv("PANEWATCH_USER_CORPUS", str(tmp_path / "user-corpus"))
     os.environ.pop("PANEWATCH_CORPUS", None)
 
 

@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 from panewatch.cli.detect import load_manifests, read_cast_file, resolve_agent
 from panewatch.core.classify import explain
-from panewatch.core.manifest import ManifestError, load_manifest
+from panewatch.core.identity import unverified_note
+from panewatch.core.manifest import Manifest, ManifestError, load_manifest
 from panewatch.core.replay import replay
 from panewatch.golden.cases import find_cases
 from panewatch.golden.run import run_case, with_replacement
+
+
+def installed(manifest: Manifest) -> tuple[Path, str | None] | None:
+    """The agent's binary on PATH and its version (package metadata, else its cached `--version`)."""
+    from panewatch.runtime.version import installed_version
+
+    for name in manifest.processes:
+        if found := shutil.which(name):
+            return Path(found), installed_version(Path(found), manifest)
+    return None
 
 
 def cmd_list(ns: argparse.Namespace) -> int:
@@ -21,6 +34,10 @@ def cmd_list(ns: argparse.Namespace) -> int:
         flag = "verified on captures" if m.verified else "NOT verified on captures"
         print(f"{m.id:<10} {m.name:<16} {m.origin:<8} {len(m.rules):>2} rules  tested: {tested:<10} {flag}")
         print(f"{'':<10} processes: {', '.join(m.processes) or '-'}   {m.source}")
+        if ns.installed and (found := installed(m)) is not None:
+            path, version = found
+            note = unverified_note(m, version)
+            print(f"{'':<10} installed: {version or 'version unknown'}   {path}" + (f"   {note}" if note else ""))
     for error in manifests.errors:
         print(f"not loaded: {error.path}", file=sys.stderr)
         for problem in error.problems:
@@ -81,6 +98,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser("agents", help="agent manifests: list, check, explain")
     agents = p.add_subparsers(dest="agents_command", metavar="ACTION")
     q = agents.add_parser("list", help="manifests in force, with the agent versions their captures cover")
+    q.add_argument("--no-installed", dest="installed", action="store_false",
+                   help="do not look for the agents' binaries on PATH and their versions")
     q.set_defaults(func=cmd_list)
     q = agents.add_parser("check", help="validate a manifest (every problem) and run it over the corpus")
     q.add_argument("file", metavar="FILE.toml")

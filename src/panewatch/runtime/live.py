@@ -33,6 +33,7 @@ from panewatch.core.screen import Screen, Snapshot
 from panewatch.runtime import paths
 from panewatch.runtime.process import ForegroundTracker
 from panewatch.runtime.pty import PtySession
+from panewatch.runtime.version import ProcessVersions
 
 log = logging.getLogger("panewatch.runtime.live")
 
@@ -184,6 +185,8 @@ class LivePane:
                                    cost_clock=time.perf_counter,
                                    schedule=(schedule or (lambda t: ChangeDrivenSchedule(policy, start=t)))(made))
         self.tracker = ForegroundTracker()
+        self.versions = ProcessVersions()  # the agent's version, learnt off the loop (runtime/version.py)
+        self.on_foreground: Callable[[], None] | None = None  # who holds the pane changed (the board's card)
         self.exit_code: int | None = None
         self.changes = 0
         self._record_fh, self._events_fh = record, events
@@ -440,6 +443,24 @@ class LivePane:
         assert self._session is not None
         if self.tracker.poll(now, pgid, self._session.pid, self.watcher.current()):
             self._publish(self.machine.foreground(now, self.tracker.current))
+            self._foreground_news()
+        current = self.tracker.current
+        if self._loop is not None and self.versions.wanted(current) and current is not None:
+            self.versions.probe(self._loop, current, self.watcher.current(), self._version_learnt)
+
+    def _version_learnt(self, pid: int, version: str | None) -> None:
+        if self._loop is None or self.exit_code is not None:
+            return
+        if self.tracker.learn_version(pid, version):
+            self._publish(self.machine.foreground(self._loop.time(), self.tracker.current))
+            self._foreground_news()
+
+    def _foreground_news(self) -> None:
+        if self.on_foreground is not None:
+            try:
+                self.on_foreground()
+            except Exception:  # a listener's bug must not stop the foreground poll
+                log.exception("foreground listener failed")
 
     def report(self, report: Report) -> None:
         """A hook or ACP report about this pane (on this loop's clock, else taken as arriving now)."""

@@ -33,3 +33,19 @@ def runtime_dir() -> Path:
     if st.st_mode & 0o077:
         path.chmod(0o700)
     return path
+
+
+def cache_dir() -> Path:
+    """What can be recomputed (agent versions by binary): $PANEWATCH_CACHE_DIR, else XDG's cache dir."""
+    if env := os.environ.get("PANEWATCH_CACHE_DIR"):
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "panewatch"
+
+
+def user_corpus_dir() -> Path:
+    """Golden cases the user recorded (`agents verify --save`): `agents check` runs manifests over them too."""
+    if env := os.environ.get("PANEWATCH_USER_CORPUS"):
+        return Path(env)
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "panewatch" / "corpus"
