@@ -110,8 +110,8 @@ PROFILES: dict[str, AgentProfile] = {
 
 
 # Scenarios every agent's mock plays without a tool call (mock/scenario.py): a long streamed reply,
-# a short one. No dialog can be real in them.
-TEXT_SCENARIOS = ("slow", "text")
+# a short one, markdown prose with dialog lines in it. No dialog can be real in them.
+TEXT_SCENARIOS = ("slow", "text", "prose")
 
 
 def final_literal(scenario: str) -> str:
@@ -294,7 +294,11 @@ def _drive(pane: PtyAgent, rec: _Recording, profile: AgentProfile, scenario: str
     _settle(pane, quiet=0.5, limit=4.0)  # start-up draws a few more frames (status, tips)
     rec.markers.append((clock(), "settled"))  # the start-up is over: capture_truth's idle starts here
     pane.type(f"SCN={scenario} DELAY={delay:g} run the scripted scenario", enter=False)
-    time.sleep(0.3)  # the CLI must see the text before Enter, or Enter joins the "paste"
+    # The CLI must have the text before Enter, or Enter joins the "paste": on a loaded machine the echo
+    # lags the keys, so wait for it to show, then a moment more.
+    if pane.wait_for("run the scripted scenario", 10.0) is None:
+        raise fail("the typed prompt never showed in the composer")
+    time.sleep(0.3)
     rec.markers.append((clock(), "submitted"))
     pane.write("\r")
     final = final_literal(scenario)

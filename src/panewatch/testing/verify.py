@@ -14,6 +14,7 @@ with what the driver saw: the CLI changed under the profile's literals.
     working     a long streamed reply with nothing to approve      (slow)
     idle        a short reply, then the composer left alone        (text, held longer)
     trap        a reply quoting the agent's own dialog as prose    (trap: never blocked)
+    prose       markdown lists and rules, every agent's dialog lines as plain reply text (prose)
     esc         a permission dialog refused with Esc               (bash, Esc)
 """
 
@@ -53,6 +54,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("working", "slow", "long streamed turn, nothing to approve"),
     Scenario("idle", "text", "short turn, then idle for a while", hold=4.0),
     Scenario("trap", "trap", "reply quoting the agent's own dialog (never blocked)"),
+    Scenario("prose", "prose", "markdown lists, rules and dialog lines as plain prose"),
     Scenario("esc", "bash", "permission dialog refused with Esc", answer=ESC),
 )
 
