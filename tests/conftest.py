@@ -25,12 +25,13 @@ EXAMPLE_PATH = DATA / "published_example.raw"
 def _private_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test reads the developer's own config, data, state or runtime dir."""
     monkeypatch.setenv("PANEWATCH_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setenv("PANEWATCH_DATA_DIR", str(tmp_path / "data"))  # report-wrong's corpus
+    monkeypatch.setenv("PANEWATCH_DATA_DIR", str(tmp_path / "data"))  # the user corpus (report-wrong, verify --save)
     monkeypatch.setenv("PANEWATCH_STATE_DIR", str(tmp_path / "state"))  # the stats database
     runtime = tmp_path / "run"
     runtime.mkdir(mode=0o700)
     monkeypatch.setenv("PANEWATCH_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("PANEWATCH_BOARD", "off")  # no `run` in a test starts a board daemon unless it asks to
+    monkeypatch.setenv("PANEWATCH_CACHE_DIR", str(tmp_path / "cache"))  # agents' `--version` answers
     os.environ.pop("PANEWATCH_CORPUS", None)
 
 

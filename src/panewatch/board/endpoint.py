@@ -30,6 +30,7 @@ from typing import Any
 from panewatch.board.model import Card, bad_request, prompt_json, wire_error
 from panewatch.board.rpc import RemoteError
 from panewatch.core.classify import explain
+from panewatch.core.identity import unverified_note
 from panewatch.core.machine import StateChange
 from panewatch.core.manifest import Manifest
 from panewatch.core.prompt import Prompt, parse_prompt
@@ -75,6 +76,7 @@ class PaneEndpoint:
             self._on_output(data)
 
         pane.on_output = tap
+        pane.on_foreground = self._publish  # the agent's version learnt: the card says if it is unverified
         self._unsubscribe = pane.subscribe(self._on_change)
 
     # -- the card ------------------------------------------------------------------------------
@@ -89,7 +91,16 @@ class PaneEndpoint:
             "since": round(self.since, 3), "prompt": prompt_json(self.prompt) if blocked else None,
             "exit_code": pane.exit_code, "cols": pane.screen.cols, "rows": pane.screen.rows,
             "interactive": not blocked and not pane.exited,
+            **self._version(),
         }
+
+    def _version(self) -> dict[str, str | None]:
+        """`agent_version` (None: not known) and `unverified`: 'not verified for 2.2.0 · tested 2.1.332'."""
+        fg, agent = self.pane.foreground, self.pane.agent
+        version = fg.version if fg is not None and fg.agent_id == agent else None
+        manifest = next((m for m in self.pane.watcher.current() if m.id == agent), None)
+        return {"agent_version": version,
+                "unverified": unverified_note(manifest, version) if manifest is not None else None}
 
     def _publish(self) -> None:
         card = self.card()

@@ -50,6 +50,8 @@ class Foreground:
     is_shell: bool  # a shell holds the pane (no agent found anywhere in the group)
     agent_id: str | None  # the manifest whose `processes` match a member of the group
     pid: int | None = None  # the process described: the group leader, else the group's newest process
+    agent_pid: int | None = None  # the member that is the agent (a wrapper such as npx may lead the group)
+    version: str | None = None  # the agent's version, once learnt (runtime/version.py); None: not known
 
 
 @dataclass(frozen=True, slots=True)

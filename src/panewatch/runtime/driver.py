@@ -27,6 +27,7 @@ from panewatch.core.manifest import Manifest
 from panewatch.core.policy import ChangeDrivenSchedule, PolicyConfig, Schedule
 from panewatch.core.screen import Screen, Snapshot
 from panewatch.runtime.process import ForegroundTracker
+from panewatch.runtime.version import ProcessVersions
 
 log = logging.getLogger("panewatch.runtime.live")
 
@@ -63,6 +64,8 @@ class PaneDriver:
                                    cost_clock=time.perf_counter, history=history,
                                    schedule=(schedule or (lambda t: ChangeDrivenSchedule(policy, start=t)))(made))
         self.tracker = ForegroundTracker()
+        self.versions = ProcessVersions()  # the agent's version, learnt off the loop (runtime/version.py)
+        self.on_foreground: Callable[[], None] | None = None  # who holds the pane changed (the board's card)
         self.changes = 0
         self._events_fh = events
         self._subscribers: list[Subscriber] = []
@@ -136,6 +139,23 @@ class PaneDriver:
 
     def _set_foreground(self, now: float, fg: Foreground | None) -> None:
         self._publish(self.machine.foreground(now, fg))
+        self._foreground_news()
+        if self._loop is not None and fg is not None and self.versions.wanted(fg):
+            self.versions.probe(self._loop, fg, self.watcher.current(), self._version_learnt)
+
+    def _version_learnt(self, pid: int, version: str | None) -> None:
+        if self._loop is None or self.machine.has_exited:
+            return
+        if self.tracker.learn_version(pid, version):
+            self._publish(self.machine.foreground(self._loop.time(), self.tracker.current))
+            self._foreground_news()
+
+    def _foreground_news(self) -> None:
+        if self.on_foreground is not None:
+            try:
+                self.on_foreground()
+            except Exception:  # a listener's bug must not stop the foreground poll
+                log.exception("foreground listener failed")
 
     def _on_manifests(self) -> None:
         if self._loop is not None and not self.machine.has_exited:

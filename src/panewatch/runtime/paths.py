@@ -31,7 +31,8 @@ def data_dir() -> Path:
 
 
 def user_corpus_dir() -> Path:
-    """The user's own golden cases (`report-wrong` writes here; `agents check` runs them too):
+    """The user's own golden cases (`report-wrong` and `agents verify --save` write here; `agents check`
+    runs them too):
     <agent>/<version>/<case>/ as in the bundled corpus."""
     return data_dir() / "corpus"
 
@@ -60,3 +61,11 @@ def runtime_dir() -> Path:
     if st.st_mode & 0o077:
         path.chmod(0o700)
     return path
+
+
+def cache_dir() -> Path:
+    """What can be recomputed (agent versions by binary): $PANEWATCH_CACHE_DIR, else XDG's cache dir."""
+    if env := os.environ.get("PANEWATCH_CACHE_DIR"):
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "panewatch"

@@ -241,6 +241,8 @@ function renderCard(card) {
     el("span", { class: "cwd", text: shortPath(card.cwd), title: card.cwd }),
     el("span", { class: "decided", text: decidedBy(card) }));
   const body = [head, meta];
+  // The agent's version is not one its manifest was verified on: said, the verdict is unchanged.
+  if (card.unverified) body.push(el("div", { class: "unverified", role: "note", text: card.unverified }));
   if (card.state === "blocked") body.push(renderPrompt(card, state));
   if (state.reporting) body.push(renderReport(card, state));
   if (state.message) body.push(el("div", { class: `message message-${state.message.kind}`, role: "status", text: state.message.text }));
