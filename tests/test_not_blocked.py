@@ -50,6 +50,7 @@ SHAPES = {
     "claude": Shape(re.compile(r"^❯(?:\s|$)"), "❯\u00a0", "  ", "● ", "  "),  # a no-break space after ❯
     "codex": Shape(re.compile(r"^› "), "› ", "  ", "• ", "  "),
     "gemini": Shape(re.compile(r"^ > "), " > ", "   ", "✦ ", "  "),
+    "qwen": Shape(re.compile(r"^> "), "> ", "  ", "  ◆ ", "    "),  # its input box sits between two rules
 }
 
 
@@ -128,7 +129,7 @@ def _composer_row(rows: list[str], agent: str) -> int:
 def _transcript_end(rows: list[str], agent: str) -> int:
     """The first row of the composer's frame: a reply is drawn above it."""
     at = _composer_row(rows, agent)
-    if agent == "claude":  # the rule above the input box
+    if agent in ("claude", "qwen"):  # the rule above the input box
         return max(i for i in range(at) if _RULE.match(rows[i]))
     if agent == "gemini":  # the hint rule and the ▄ border above the input row
         top = at - 1 if rows[at - 1].startswith("▄") else at
@@ -195,7 +196,7 @@ def _blocked(screen: Snapshot, manifest: Manifest) -> str | None:
 
 
 def test_the_generator_has_real_screens_of_every_verified_agent() -> None:
-    assert VERIFIED == ["claude", "codex", "gemini"]
+    assert {"claude", "codex", "gemini", "qwen"} <= set(VERIFIED), VERIFIED  # every verified agent is generated over
     for agent in VERIFIED:
         cases = {c.path.name for c in _agent_cases(agent) if _segments(c, "blocked")}
         assert len(blocked_screens(agent)) >= 10 and len(cases) >= 10, agent  # every dialog kind captured
@@ -270,6 +271,7 @@ TITLES = {
     "claude": ["✳ {text}", "◐ {text}"],
     "codex": ["⠴ {text} | ws", "{text} | ws", "⠴ ws | {text}"],
     "gemini": ["◇  Ready ({text})", "✦  Working… ({text})"],
+    "qwen": ["Qwen - {text}", "◐︎ Qwen - {text}"],  # the folder name is the user's words
 }
 
 

@@ -16,9 +16,7 @@ from panewatch.testing.homes import find_agents_bin
 from panewatch.testing.verify import SCENARIOS, table, verify
 
 BIN = find_agents_bin()
-pytestmark = pytest.mark.skipif(
-    BIN is None, reason="pinned agent CLIs not installed: run scripts/install-agents "
-                        "(or set PANEWATCH_AGENTS_BIN to their bin dir)")
+pytestmark = pytest.mark.needs("agents")  # tests/components.py: fails without them unless PANEWATCH_SKIP=agents
 
 
 def panewatch(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:

@@ -106,6 +106,22 @@ PROFILES: dict[str, AgentProfile] = {
                  "trap": ("", 0)},
         answer="\r",  # the first option (Allow once) is selected
     ),
+    "qwen": AgentProfile(
+        "qwen", "qwen-code", "@qwen-code/qwen-code",
+        # After a turn the composer's placeholder gives way to a suggested next prompt (a side call the
+        # mock answers with "Mock summary."); the mode line under the composer stays.
+        ready=("Type your message or @path/to/file", "(shift + tab to cycle)"),
+        # The footer offers "Ctrl+Q to queue" from the moment the prompt is taken (queued while the turn
+        # starts, then "Enter to steer · Ctrl+Q to queue"), before the spinner's "(0s · esc to cancel)".
+        busy=("esc to cancel", "Ctrl+Q to queue"),
+        dialogs={"bash": ("Allow execution of: 'touch'?", 1),
+                 "edit": ("Apply this change?", 1),
+                 "write": ("Apply this change?", 1),
+                 "multi": ("Allow execution of: 'touch'?", 2),
+                 "trap": ("", 0),
+                 "slow": ("", 0)},  # a reply streamed over 6 s: a long working stretch
+        answer="\r",  # the first option (Yes, allow once) is selected
+    ),
 }
 
 
