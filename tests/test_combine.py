@@ -8,7 +8,15 @@ import pytest
 
 from panewatch.core.cast import read_cast
 from panewatch.core.classify import Verdict, classify
-from panewatch.core.combine import REPORT_MAX_AGE, PaneState, Report, combine, report_is_fresh, screen_key
+from panewatch.core.combine import (
+    REPORT_MAX_AGE,
+    REPORT_SETTLE,
+    PaneState,
+    Report,
+    combine,
+    report_is_fresh,
+    screen_key,
+)
 from panewatch.core.manifest import load_all
 from panewatch.core.screen import Screen, Snapshot
 from panewatch.golden.cases import bundled_root
@@ -49,7 +57,7 @@ def test_hook_blocked_while_screen_says_working_holds_until_the_screen_changes()
     assert combine(WORKING, 14.0, note, True, 20.0) == PaneState(
         "blocked", "hook", None, "Notification permission_prompt")
     assert combine(WORKING, 14.0, note, True, 20.0 + 3600.0).state == "blocked"  # waits for hours
-    assert combine(WORKING, 21.0, note, True, 21.0).state == "working"  # screen moved
+    assert combine(WORKING, 22.0, note, True, 22.0).state == "working"  # screen moved
 
 
 def test_permission_request_hook_is_blocked_before_the_dialog_is_drawn() -> None:
@@ -57,6 +65,20 @@ def test_permission_request_hook_is_blocked_before_the_dialog_is_drawn() -> None
     assert combine(WORKING, 9.0, request, True, 9.06).state == "blocked"
     # Once drawn, the screen itself says blocked.
     assert combine(BLOCKED, 9.11, request, True, 9.2).source == "screen"
+
+
+def test_blocked_and_done_reports_outlast_the_redraws_right_after_them() -> None:
+    # Gemini CLI: Notification(ToolPermission) 9.32, a redraw 9.36, the dialog drawn 9.71, answered 10.86.
+    note = hook("blocked", 9.32, "Notification (Tool Confirm Shell Command requires execution)")
+    assert combine(WORKING, 9.36, note, True, 9.36).state == "blocked"
+    settled = 9.32 + REPORT_SETTLE["blocked"]
+    assert combine(WORKING, 9.36, note, True, settled + 0.01).state == "working"  # then the screen speaks
+    assert combine(WORKING, 9.0, note, True, settled + 3600).state == "blocked"  # unless it never moved
+    # AfterAgent 13.41, the last redraw 13.49: idle throughout.
+    done = hook("done", 13.41, "AfterAgent")
+    assert combine(WORKING, 13.49, done, True, 13.49) == PaneState("idle", "hook", None, "AfterAgent")
+    # 'working' settles at once: a turn that fails right away shows the screen's idle.
+    assert combine(IDLE, 5.1, hook("working", 5.0), True, 5.1).state == "idle"
 
 
 def test_screen_blocked_beats_a_fresh_hook_working() -> None:

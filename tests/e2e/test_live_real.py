@@ -4,7 +4,9 @@
   scenario's truth (derived from the recording like a capture's: literals + mock tool windows,
   not our classifier); the answer goes through the input guard and the agent carries on;
 * the prose trap never turns blocked;
-* Claude Code with panewatch's hooks: real hook calls reach the runtime's socket and move the state;
+* each CLI with panewatch's hooks (Claude `--settings`, Codex `-c` with their trust, Gemini a
+  per-launch settings file): real hook calls reach the runtime's socket and move the state, and the
+  user's own hooks keep running;
 * `panewatch run` inside an outer pty we own, as a user would run it.
 
 Skipped without the CLIs (scripts/install-agents). Every wait polls with a deadline. Live changes may
@@ -28,9 +30,10 @@ import pytest
 from panewatch.errors import PaneBlockedError
 from panewatch.golden.scoring import score
 from panewatch.runtime.guard import InputGuard
+from panewatch.runtime.hookinject import codex_trust_hash
 from panewatch.testing.agents import LiveAgent
 from panewatch.testing.drive import PtyAgent
-from panewatch.testing.homes import MOCK_KIND, find_agents_bin, prepare
+from panewatch.testing.homes import MOCK_KIND, Launch, find_agents_bin, prepare
 from panewatch.testing.mock import MockServer
 
 BIN = find_agents_bin()
@@ -85,8 +88,10 @@ async def _bash_turn(agent: LiveAgent) -> None:
     await agent.submit("SCN=bash DELAY=1 run the scripted scenario")
     blocked = await agent.wait_state("blocked", STEP)
     assert blocked is not None, agent.text()
-    # Hooks can say blocked before the dialog is drawn: a user answers what they see.
-    assert await agent.until(lambda: dialog in agent.first_seen, 10), agent.text()
+    # Hooks can say blocked before the dialog is drawn: a user answers what they see (the whole dialog,
+    # options included: Gemini CLI draws its question a moment before its options).
+    assert await agent.until(lambda: dialog in agent.first_seen and agent.pane.verdict.state == "blocked",
+                             10), agent.text()
     guard = InputGuard(agent.pane, pane_id=agent.pane_id)
     with pytest.raises(PaneBlockedError):
         await guard.send("this must not land in the dialog")
@@ -144,9 +149,42 @@ def test_live_pane_prose_trap_stays_idle(name: str, tmp_path: Path) -> None:
     _check_against_truth(agent)
 
 
-def test_live_pane_claude_hooks_move_the_state(tmp_path: Path) -> None:
-    _need("claude")
-    agent = LiveAgent("claude", tmp_path, hooks=True)
+# The first events each agent's hooks report in the bash scenario (the dialog's report third), and its last.
+HOOK_EVENTS = {
+    "claude": (["UserPromptSubmit", "PreToolUse", "PermissionRequest"], "Stop"),
+    "codex": (["UserPromptSubmit", "PreToolUse", "PermissionRequest"], "Stop"),
+    "gemini": (["BeforeAgent", "BeforeTool", "Notification"], "AfterAgent"),
+}
+
+
+def _users_own_hook(launch: Launch, marker: Path) -> None:
+    """A hook of the user's in their own settings: it must keep running next to panewatch's."""
+    command = f"touch {marker}"
+    if launch.agent == "claude":
+        settings_file = Path(launch.home) / ".claude" / "settings.json"
+        settings = json.loads(settings_file.read_text())
+        settings["hooks"] = {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]}
+        settings_file.write_text(json.dumps(settings))
+    elif launch.agent == "codex":  # in config.toml, trusted there (as Codex's review screen would store it)
+        config = Path(launch.extra["config"])
+        key = f"{config}:pre_tool_use:0:0"
+        config.write_text(config.read_text() + f"\n[[hooks.PreToolUse]]\nhooks = [{{type = \"command\", command = "
+                          f"{json.dumps(command)}, timeout = 5}}]\n\n[hooks.state.{json.dumps(key)}]\n"
+                          f"trusted_hash = {json.dumps(codex_trust_hash('PreToolUse', command, 5))}\n")
+    else:
+        settings_file = Path(launch.home) / ".gemini" / "settings.json"
+        settings = json.loads(settings_file.read_text())
+        settings["hooks"] = {"BeforeTool": [{"hooks": [{"type": "command", "command": command}]}]}
+        settings_file.write_text(json.dumps(settings))
+
+
+@pytest.mark.parametrize("name", AGENTS)
+def test_live_pane_hooks_move_the_state_and_the_users_hooks_still_run(name: str, tmp_path: Path) -> None:
+    _need(name)
+    if name == "gemini" and os.geteuid() != 0:
+        pytest.skip("Gemini CLI reads a per-launch settings file only when it belongs to root")
+    marker = tmp_path / "user-hook-ran"
+    agent = LiveAgent(name, tmp_path, hooks=True, setup=lambda launch: _users_own_hook(launch, marker))
 
     async def go() -> None:
         async with agent:
@@ -156,12 +194,17 @@ def test_live_pane_claude_hooks_move_the_state(tmp_path: Path) -> None:
     assert agent.report_server.accepted >= 4 and not agent.report_server.rejected
     got = [(r.detail.split()[0], r.state, after.state, after.source) for r, after in agent.reports]
     events = [event for event, *_ in got]
-    assert events[:3] == ["UserPromptSubmit", "PreToolUse", "PermissionRequest"] and events[-1] == "Stop", got
+    first, last = HOOK_EVENTS[name]
+    assert events[:3] == first and events[-1] == last, got
+    assert got[2][1] == "blocked", got  # the permission request itself
     for _event, reported, state, source in got:
         # Each report moved the pane to what it says, unless a blocked screen held it (combine row 2).
         assert (source, state) in (("hook", "idle" if reported == "done" else reported), ("screen", "blocked")), got
-    # No hook fires for a granted permission: the screen moving on ended PermissionRequest's 'blocked'.
-    assert [c.new.state for c in agent.changes if c.new.state != "exited"][-1] == "idle"
+    # No hook fires for a granted permission: the screen moving on ended the dialog's 'blocked'.
+    states = [c.new.state for c in agent.changes if c.new.state != "exited"]
+    assert states[-1] == "idle"
+    assert states.count("blocked") == 1, [(c.new.state, c.new.source, c.new.rule) for c in agent.changes]
+    assert marker.exists()  # ours were added next to the user's settings, not instead of them
     _check_against_truth(agent)
 
 
@@ -222,6 +265,6 @@ def test_panewatch_run_bash(name: str, tmp_path: Path) -> None:
     between = [e["state"] for e in got if answered < float(str(e["t"])) < final]
     assert "idle" not in between, got
     assert states[-1] in ("idle", "exited") and "idle" in states[first_blocked:], states
-    if name == "claude":  # `run` injected its hooks and they reached its socket
+    if name != "gemini" or os.geteuid() == 0:  # `run` injected its hooks and they reached its socket
         assert any(e["source"] == "hook" for e in got), got
     assert record.stat().st_size > 0

@@ -14,8 +14,11 @@ row that applies wins:
 
 A report is *fresh* while all of these hold:
   * it is the latest report (the caller keeps only the newest: a newer report supersedes it);
-  * the screen has not changed since it arrived (`report.t >= screen_changed_at`). No hook fires
-    when the user grants a permission, so a hook 'blocked' must end as soon as the screen moves;
+  * the screen has not changed since it arrived (`screen_changed_at <= report.t`), or it is still
+    within REPORT_SETTLE seconds of arriving (for 'blocked' and 'done': changes that soon are the
+    agent drawing what it just reported; once the settling time is over, a change during it counts
+    too, so nothing is held by it for longer). No hook fires when the user grants a permission, so
+    a hook 'blocked' must end as soon as the screen moves on;
   * it is younger than REPORT_MAX_AGE for its state (None = no limit).
 
 Why this order:
@@ -35,6 +38,14 @@ blanked out, title excluded. Claude Code blinks the running tool's ● every ~0.
 waits and Codex flips its title between '[ ! ]' and '[ . ]'; if those counted, a hook's 'blocked'
 would be dropped within a second although nothing happened. Erasing a dialog, a new line of
 output or a ticking "(5s ·" timer do count.
+
+Why REPORT_SETTLE: Gemini CLI 0.61.0 fires Notification(ToolPermission) ~0.4 s before it draws the
+dialog, and AfterAgent ~0.1 s before its last redraw; taking those redraws as "the screen moved on"
+made the pane flicker blocked → working → blocked and idle → working → idle (measured live, hooks
+e2e). Nobody answers a dialog in the second after it was reported (it is not even drawn yet; the
+input guard waits for the screen to settle first), and at the end of the second the screen speaks
+again if it moved (the PaneMachine schedules a check then). 'working' gets no settling time: the
+spinner-less error screen of a turn that failed at once is the better guess.
 
 Report ages (REPORT_MAX_AGE): 'blocked', 'idle' and 'done' never expire by time — a dialog or an
 idle prompt can wait for hours on an unchanging screen, and only a screen change (or a newer
@@ -59,6 +70,15 @@ REPORT_MAX_AGE: dict[ReportState, float | None] = {
     "working": 600.0,
     "idle": None,
     "done": None,
+}
+
+
+# Seconds after a report during which screen changes are the agent drawing what it reported.
+REPORT_SETTLE: dict[ReportState, float] = {
+    "blocked": 1.0,
+    "working": 0.0,
+    "idle": 0.0,
+    "done": 1.0,
 }
 
 
@@ -96,8 +116,8 @@ def screen_key(snapshot: Snapshot) -> tuple[str, ...]:
 
 def report_is_fresh(report: Report, screen_changed_at: float, now: float) -> bool:
     """True while `report` still speaks for the pane (see the module docstring)."""
-    if report.t < screen_changed_at:  # the screen moved after the report: superseded
-        return False
+    if screen_changed_at > report.t and now >= report.t + REPORT_SETTLE.get(report.state, 0.0):
+        return False  # the screen moved after the report (and it is not the agent drawing it): superseded
     max_age = REPORT_MAX_AGE.get(report.state)
     return max_age is None or now - report.t <= max_age
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from panewatch.core.classify import Quarantine, Verdict
-from panewatch.core.combine import PaneState, Report, combine, screen_key
+from panewatch.core.combine import REPORT_SETTLE, PaneState, Report, combine, screen_key
 from panewatch.core.detector import PaneDetector
 from panewatch.core.manifest import Manifest
 from panewatch.core.policy import ChangeDrivenSchedule, Schedule
@@ -85,6 +85,7 @@ class PaneMachine:
                                      agent_id=agent, quarantine=Quarantine(clock=cost_clock))
         self.state = PaneState("idle", "screen", None)
         self.report_in_force: Report | None = None
+        self._settle_due: float | None = None  # when a report's settling time ends (combine.REPORT_SETTLE)
         self.fg: Foreground | None = None
         self.exit_code: int | None = None
         self.has_exited = False
@@ -118,6 +119,8 @@ class PaneMachine:
             report = replace(report, t=t)
         self.report_in_force = report
         self._report_key = screen_key(self.screen.snapshot())
+        settle = REPORT_SETTLE.get(report.state, 0.0)
+        self._settle_due = report.t + settle if settle > 0 else None  # combine() looks again then
         return self._flush(self._update(t))
 
     def foreground(self, t: float, fg: Foreground | None) -> list[StateChange]:
@@ -139,6 +142,8 @@ class PaneMachine:
         """Run the scheduled check; call when `next_due()` has come."""
         if self.has_exited:
             return self._flush([])
+        if self._settle_due is not None and t >= self._settle_due:
+            self._settle_due = None
         self.detector.tick(t)
         self._observe_screen()
         return self._flush(self._update(t))
@@ -172,7 +177,10 @@ class PaneMachine:
 
     def next_due(self) -> float:
         """When `tick()` wants to run next (inf once exited)."""
-        return float("inf") if self.has_exited else self.detector.next_due()
+        if self.has_exited:
+            return float("inf")
+        due = self.detector.next_due()
+        return due if self._settle_due is None else min(due, self._settle_due)
 
     @property
     def verdict(self) -> Verdict:
