@@ -63,9 +63,11 @@ def _state_at(timeline: list[tuple[float, str]], t: float) -> str:
     return state
 
 
-def _check_against_truth(agent: LiveAgent) -> None:
+def _check_against_truth(agent: LiveAgent, early: frozenset[str] = frozenset()) -> None:
     """Every truth segment is detected, and where the live state differs from the truth it is within
-    LIVE_GRACE of a truth transition (detection trails the screen, hooks lead it)."""
+    LIVE_GRACE of a truth transition (detection trails the screen, hooks lead it). A state in `early`
+    may lead the truth by any time: the agent reported it before it drew it (Gemini CLI's permission
+    Notification comes up to 2 s before its dialog on a loaded machine)."""
     truth, detected = agent.truth(), agent.detected()
     shown = f"\ntruth    {[(round(t, 2), s) for t, s in truth]}\ndetected {[(round(t, 2), s) for t, s in detected]}"
     for seg in score(truth, detected, truth[-1][0], grace=LIVE_GRACE).scored:
@@ -77,7 +79,8 @@ def _check_against_truth(agent: LiveAgent) -> None:
         if want == "ignore" or want == got:
             continue
         near = any(b - LIVE_GRACE <= lo and hi <= b + LIVE_GRACE for b in bounds)
-        assert near, f"{got} instead of {want} from {lo:.2f}s to {hi:.2f}s" + shown
+        led = got in early and _state_at(truth, next((b for b in bounds if b >= hi), lo)) == got
+        assert near or led, f"{got} instead of {want} from {lo:.2f}s to {hi:.2f}s" + shown
 
 
 async def _bash_turn(agent: LiveAgent) -> None:
@@ -205,7 +208,7 @@ def test_live_pane_hooks_move_the_state_and_the_users_hooks_still_run(name: str,
     assert states[-1] == "idle"
     assert states.count("blocked") == 1, [(c.new.state, c.new.source, c.new.rule) for c in agent.changes]
     assert marker.exists()  # ours were added next to the user's settings, not instead of them
-    _check_against_truth(agent)
+    _check_against_truth(agent, early=frozenset({"blocked"}))
 
 
 # -- `panewatch run` in an outer pty -------------------------------------------------------------

@@ -16,9 +16,10 @@ A report is *fresh* while all of these hold:
   * it is the latest report (the caller keeps only the newest: a newer report supersedes it);
   * the screen has not changed since it arrived (`screen_changed_at <= report.t`), or it is still
     within REPORT_SETTLE seconds of arriving (for 'blocked' and 'done': changes that soon are the
-    agent drawing what it just reported; once the settling time is over, a change during it counts
-    too, so nothing is held by it for longer). No hook fires when the user grants a permission, so
-    a hook 'blocked' must end as soon as the screen moves on;
+    agent drawing what it just reported). The settling ends early once the screen has shown the
+    report's state (`screen_agreed`: the dialog is drawn, the idle composer is back); once it is
+    over, a change during it counts too, so nothing is held by it for longer. No hook fires when
+    the user grants a permission, so a hook 'blocked' must end as soon as the screen moves on;
   * it is younger than REPORT_MAX_AGE for its state (None = no limit).
 
 Why this order:
@@ -39,13 +40,14 @@ waits and Codex flips its title between '[ ! ]' and '[ . ]'; if those counted, a
 would be dropped within a second although nothing happened. Erasing a dialog, a new line of
 output or a ticking "(5s ·" timer do count.
 
-Why REPORT_SETTLE: Gemini CLI 0.61.0 fires Notification(ToolPermission) ~0.4 s before it draws the
-dialog, and AfterAgent ~0.1 s before its last redraw; taking those redraws as "the screen moved on"
-made the pane flicker blocked → working → blocked and idle → working → idle (measured live, hooks
-e2e). Nobody answers a dialog in the second after it was reported (it is not even drawn yet; the
-input guard waits for the screen to settle first), and at the end of the second the screen speaks
-again if it moved (the PaneMachine schedules a check then). 'working' gets no settling time: the
-spinner-less error screen of a turn that failed at once is the better guess.
+Why REPORT_SETTLE: Gemini CLI 0.61.0 fires Notification(ToolPermission) 0.4-0.7 s before it draws
+the dialog (more under load), and AfterAgent ~0.1 s before its last redraw; taking those redraws as
+"the screen moved on" made the pane flicker blocked → working → blocked and idle → working → idle
+(measured live, hooks e2e). Nobody answers a dialog before it is drawn, and once it is drawn the
+screen agrees and the settling is over, so an answer still ends the report at once (Codex: answer →
+left 22 ms with hooks, `bench agents`). A dialog the rules do not know never agrees: answered within
+the settling time, it is left at its end (the PaneMachine schedules a check then). 'working' gets
+no settling time: the spinner-less error screen of a turn that failed at once is the better guess.
 
 Report ages (REPORT_MAX_AGE): 'blocked', 'idle' and 'done' never expire by time — a dialog or an
 idle prompt can wait for hours on an unchanging screen, and only a screen change (or a newer
@@ -75,10 +77,10 @@ REPORT_MAX_AGE: dict[ReportState, float | None] = {
 
 # Seconds after a report during which screen changes are the agent drawing what it reported.
 REPORT_SETTLE: dict[ReportState, float] = {
-    "blocked": 1.0,
+    "blocked": 2.0,
     "working": 0.0,
     "idle": 0.0,
-    "done": 1.0,
+    "done": 2.0,
 }
 
 
@@ -114,9 +116,10 @@ def screen_key(snapshot: Snapshot) -> tuple[str, ...]:
     return tuple(_SPINNER.sub(" ", _BLINK.sub(r"\1 ", row)).rstrip() for row in snapshot.rows)
 
 
-def report_is_fresh(report: Report, screen_changed_at: float, now: float) -> bool:
+def report_is_fresh(report: Report, screen_changed_at: float, now: float, screen_agreed: bool = False) -> bool:
     """True while `report` still speaks for the pane (see the module docstring)."""
-    if screen_changed_at > report.t and now >= report.t + REPORT_SETTLE.get(report.state, 0.0):
+    settle = 0.0 if screen_agreed else REPORT_SETTLE.get(report.state, 0.0)
+    if screen_changed_at > report.t and now >= report.t + settle:
         return False  # the screen moved after the report (and it is not the agent drawing it): superseded
     max_age = REPORT_MAX_AGE.get(report.state)
     return max_age is None or now - report.t <= max_age
@@ -128,13 +131,16 @@ def combine(
     report: Report | None,
     agent_running: bool | None,
     now: float,
+    screen_agreed: bool = False,
 ) -> PaneState:
-    """The pane's state from its screen verdict, its latest report and its foreground process."""
+    """The pane's state from its screen verdict, its latest report and its foreground process.
+    `screen_agreed`: the screen has shown the report's state since it arrived (its settling is over)."""
     if agent_running is False:
         return PaneState("exited", "process", None, "shell back in the foreground")
     if screen.state == "blocked":
         return PaneState("blocked", "screen", screen.rule, screen.matched)
-    if report is not None and report.state in REPORT_STATES and report_is_fresh(report, screen_changed_at, now):
+    if (report is not None and report.state in REPORT_STATES
+            and report_is_fresh(report, screen_changed_at, now, screen_agreed)):
         state = "idle" if report.state == "done" else report.state
         return PaneState(state, report.source, None, report.detail)
     return PaneState(screen.state, "screen", screen.rule, screen.matched)

@@ -86,6 +86,7 @@ class PaneMachine:
         self.state = PaneState("idle", "screen", None)
         self.report_in_force: Report | None = None
         self._settle_due: float | None = None  # when a report's settling time ends (combine.REPORT_SETTLE)
+        self._screen_agreed = False  # the screen has shown the report's state since it arrived
         self.fg: Foreground | None = None
         self.exit_code: int | None = None
         self.has_exited = False
@@ -121,6 +122,7 @@ class PaneMachine:
         self._report_key = screen_key(self.screen.snapshot())
         settle = REPORT_SETTLE.get(report.state, 0.0)
         self._settle_due = report.t + settle if settle > 0 else None  # combine() looks again then
+        self._screen_agreed = False
         return self._flush(self._update(t))
 
     def foreground(self, t: float, fg: Foreground | None) -> list[StateChange]:
@@ -235,7 +237,10 @@ class PaneMachine:
         if self.has_exited:
             return []
         running = self._agent_running()
-        new = combine(self.detector.verdict, self._screen_changed_at, self.report_in_force, running, t)
+        report, verdict = self.report_in_force, self.detector.verdict
+        if report is not None and verdict.state == ("idle" if report.state == "done" else report.state):
+            self._screen_agreed, self._settle_due = True, None
+        new = combine(verdict, self._screen_changed_at, report, running, t, self._screen_agreed)
         return self._set_state(t, new)
 
     def _set_state(self, t: float, new: PaneState) -> list[StateChange]:
