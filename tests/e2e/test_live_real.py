@@ -132,7 +132,8 @@ def test_live_pane_bash_answered_through_the_guard(name: str, tmp_path: Path) ->
             await _bash_turn(agent)
     _run(go)
     blocked = [c for c in agent.changes if c.new.state == "blocked"]
-    assert len(blocked) == 1 and blocked[0].new.source == "screen", blocked
+    # Without hooks: the screen, or the agent's own OSC 7501 status a moment before it (Claude, Codex).
+    assert len(blocked) == 1 and blocked[0].new.source in ("screen", "terminal"), blocked
     _check_against_truth(agent)
 
 
@@ -149,6 +150,29 @@ def test_live_pane_prose_trap_stays_idle(name: str, tmp_path: Path) -> None:
     _run(go)
     assert "blocked" not in {c.new.state for c in agent.changes}
     assert "working" in {c.new.state for c in agent.changes}
+    _check_against_truth(agent)
+
+
+@pytest.mark.parametrize("name", ("claude", "codex"))
+def test_live_pane_program_status_osc_7501(name: str, tmp_path: Path) -> None:
+    """Claude Code reports its state in OSC 7501 once the headless pane answers its probe; Codex does
+    unasked. The statuses arrive with the screen they describe and decide the pane (combine row 3)."""
+    _need(name)
+    agent = LiveAgent(name, tmp_path)
+
+    async def go() -> None:
+        async with agent:
+            await _bash_turn(agent)
+    _run(go)
+    statuses = [(s.state, s.kind) for _, s in agent.pane.machine.program_status]
+    assert ("blocked", "permission") in statuses, statuses
+    first_blocked = statuses.index(("blocked", "permission"))
+    assert "working" in [state for state, _ in statuses[first_blocked:]], statuses  # re-sent at the grant
+    assert statuses[-1][0] in ("done", "clear"), statuses
+    sources = {c.new.source for c in agent.changes}
+    assert "terminal" in sources, [(c.new.state, c.new.source) for c in agent.changes]
+    if name == "claude":  # answering the probe turned Claude's title spinner off (agents/SIGNALS.md)
+        assert all(not c.new.rule or not c.new.rule.startswith("title") for c in agent.changes)
     _check_against_truth(agent)
 
 
@@ -187,7 +211,9 @@ def test_live_pane_hooks_move_the_state_and_the_users_hooks_still_run(name: str,
     if name == "gemini" and os.geteuid() != 0:
         pytest.skip("Gemini CLI reads a per-launch settings file only when it belongs to root")
     marker = tmp_path / "user-hook-ran"
-    agent = LiveAgent(name, tmp_path, hooks=True, setup=lambda launch: _users_own_hook(launch, marker))
+    # Claude's probe unanswered: its OSC 7501 status would decide instead of the hooks (combine row 3).
+    agent = LiveAgent(name, tmp_path, hooks=True, setup=lambda launch: _users_own_hook(launch, marker),
+                      program_status=False)
 
     async def go() -> None:
         async with agent:
@@ -201,8 +227,10 @@ def test_live_pane_hooks_move_the_state_and_the_users_hooks_still_run(name: str,
     assert events[:3] == first and events[-1] == last, got
     assert got[2][1] == "blocked", got  # the permission request itself
     for _event, reported, state, source in got:
-        # Each report moved the pane to what it says, unless a blocked screen held it (combine row 2).
-        assert (source, state) in (("hook", "idle" if reported == "done" else reported), ("screen", "blocked")), got
+        # Each report moved the pane to what it says, unless a blocked screen held it (combine row 2) or
+        # the agent's own status did (row 3: Codex writes OSC 7501 unasked).
+        assert (source, state) in (("hook", "idle" if reported == "done" else reported), ("screen", "blocked")) \
+            or source == "terminal", got
     # No hook fires for a granted permission: the screen moving on ended the dialog's 'blocked'.
     states = [c.new.state for c in agent.changes if c.new.state != "exited"]
     assert states[-1] == "idle"

@@ -3,14 +3,15 @@
 Four signals describe a pane; this module decides which one speaks. Read top to bottom, first
 row that applies wins:
 
-    ┌───┬──────────────────────────────────────────────┬───────────┬──────────────────────────────┐
-    │ # │ condition                                    │ source    │ state                        │
-    ├───┼──────────────────────────────────────────────┼───────────┼──────────────────────────────┤
-    │ 1 │ agent_running is False (shell back in front) │ "process" │ exited                       │
-    │ 2 │ screen verdict is blocked                    │ "screen"  │ blocked                      │
-    │ 3 │ a fresh report (hook or ACP, see below)      │ its own   │ report state (done → idle)   │
-    │ 4 │ otherwise                                    │ "screen"  │ screen verdict (working/idle)│
-    └───┴──────────────────────────────────────────────┴───────────┴──────────────────────────────┘
+    ┌───┬──────────────────────────────────────────────┬────────────┬──────────────────────────────┐
+    │ # │ condition                                    │ source     │ state                        │
+    ├───┼──────────────────────────────────────────────┼────────────┼──────────────────────────────┤
+    │ 1 │ agent_running is False (shell back in front) │ "process"  │ exited                       │
+    │ 2 │ screen verdict is blocked                    │ "screen"   │ blocked                      │
+    │ 3 │ a program status in force (OSC 7501)         │ "terminal" │ its state (done → idle)      │
+    │ 4 │ a fresh report (hook or ACP, see below)      │ its own    │ report state (done → idle)   │
+    │ 5 │ otherwise                                    │ "screen"   │ screen verdict (working/idle)│
+    └───┴──────────────────────────────────────────────┴────────────┴──────────────────────────────┘
 
 A report is *fresh* while all of these hold:
   * it is the latest report (the caller keeps only the newest: a newer report supersedes it);
@@ -23,9 +24,17 @@ A report is *fresh* while all of these hold:
   * it is younger than REPORT_MAX_AGE for its state (None = no limit).
 
 Why this order:
-  * Row 2 before 3 — a blocked screen is never overridden: the dialog is *there*, whatever a hook
+  * Row 3 (program status) — Claude Code 2.1.332, told by its terminal that the "program status"
+    protocol is understood (a headless pane answers its `OSC 7501 ; ?` probe), reports its own state
+    in its output: idle, working, blocked (kind=permission, msg "approve Bash: …"), done, clear. It
+    arrives in band, in order with the screen it describes (no socket race), ~70 ms before the
+    dialog's rows, and — unlike hooks — it is re-sent when a permission is granted (blocked →
+    working), so a screen change does not end it: only a newer status, `clear`, or a frozen screen
+    older than REPORT_MAX_AGE does. It beats a hook report for the same reason; a blocked screen
+    still beats it (row 2: a dialog the status does not cover, e.g. a modal at start, is *there*).
+  * Row 2 before 3 and 4 — a blocked screen is never overridden: the dialog is *there*, whatever a hook
     said a moment earlier (PreToolUse 'working' fires ~0.1 s before Claude draws its prompt).
-  * Row 3 before 4 — a report is the agent telling us what it does, so it beats a screen guess
+  * Row 4 before 5 — a report is the agent telling us what it does, so it beats a screen guess
     until the screen moves again; e.g. a PermissionRequest / Notification 'blocked' while the
     screen's rules see only 'working' or 'idle' (a dialog the manifest does not know yet).
   * Row 1 first — the published order puts "shell back in the foreground" below the screen and
@@ -90,7 +99,7 @@ class Report:
 
     state: ReportState
     t: float
-    source: Source  # "hook" | "acp"
+    source: Source  # "hook" | "acp" | "terminal"
     detail: str = ""
 
 
@@ -125,6 +134,13 @@ def report_is_fresh(report: Report, screen_changed_at: float, now: float, screen
     return max_age is None or now - report.t <= max_age
 
 
+def status_is_fresh(status: Report, screen_changed_at: float, now: float) -> bool:
+    """True while a program status speaks for the pane: until a newer one (the caller keeps the latest),
+    except 'working' on a screen frozen for longer than REPORT_MAX_AGE (a hung agent)."""
+    max_age = REPORT_MAX_AGE.get(status.state)
+    return max_age is None or now - max(status.t, screen_changed_at) <= max_age
+
+
 def combine(
     screen: Verdict,
     screen_changed_at: float,
@@ -132,13 +148,17 @@ def combine(
     agent_running: bool | None,
     now: float,
     screen_agreed: bool = False,
+    status: Report | None = None,
 ) -> PaneState:
     """The pane's state from its screen verdict, its latest report and its foreground process.
-    `screen_agreed`: the screen has shown the report's state since it arrived (its settling is over)."""
+    `screen_agreed`: the screen has shown the report's state since it arrived (its settling is over).
+    `status`: the program's latest OSC 7501 status (source "terminal"), None once it said `clear`."""
     if agent_running is False:
         return PaneState("exited", "process", None, "shell back in the foreground")
     if screen.state == "blocked":
         return PaneState("blocked", "screen", screen.rule, screen.matched)
+    if status is not None and status.state in REPORT_STATES and status_is_fresh(status, screen_changed_at, now):
+        return PaneState("idle" if status.state == "done" else status.state, status.source, None, status.detail)
     if (report is not None and report.state in REPORT_STATES
             and report_is_fresh(report, screen_changed_at, now, screen_agreed)):
         state = "idle" if report.state == "done" else report.state

@@ -165,8 +165,10 @@ class LivePane:
         on_error: Callable[[str], None] | None = None,
         wall: Callable[[], float] = time.time,
         tcattrs: list[Any] | None = None,
+        program_status: bool = True,
     ) -> None:
         self.argv = list(argv)
+        self.program_status = program_status  # a headless pane answers OSC 7501 probes (core/termstatus.py)
         self.pane_id = pane_id
         self.pinned_agent = agent
         self.headless = headless
@@ -210,6 +212,7 @@ class LivePane:
                                    on_output=self._on_output, tcattrs=self._tcattrs)
         if self.headless:  # no outer terminal answers DA1/DSR here; agents stall without the reply
             self.screen.on_reply(self._session.write)
+            self.screen.answer_program_status = self.program_status
         if self._record_fh is not None:
             try:
                 self._cast = CastWriter(self._record_fh, self._cols, self._rows, now, timestamp=int(self._wall()),
