@@ -53,7 +53,10 @@ async def _one(agent_name: str, hooks: bool, samples: Samples) -> None:
             agent.watch(dialog)
             await agent.submit("SCN=bash DELAY=1 run the scripted scenario")
             blocked = await agent.wait_state("blocked", STEP)
-            if blocked is None or not await agent.until(lambda: dialog in agent.first_seen, 10):
+            # A user answers the whole dialog they see: a hook may say blocked before it is drawn, and
+            # Gemini CLI draws its question a moment before its options.
+            if blocked is None or not await agent.until(lambda: dialog in agent.first_seen
+                                                        and agent.pane.verdict.state == "blocked", 10):
                 samples.failures.append("no blocked dialog")
                 return
             guard = InputGuard(agent.pane)
@@ -107,17 +110,19 @@ def table(rows: dict[tuple[str, bool], Samples], reps: int) -> str:
     """Each agent on one line, every metric without and with hooks side by side."""
     agents = list(dict.fromkeys(name for name, _ in rows))
     head = f"{'':<8}" + "".join(f" {title:^29}" for title, _ in METRICS) + "  dropped   failures"
-    sub = f"{'agent':<8}" + f" {'screen':>13} {'+ hooks':>15}" * len(METRICS) + f"  {'-/+':>7}"
+    sub = f"{'agent':<8}" + f" {'no hooks':>13} {'+ hooks':>15}" * len(METRICS) + f"  {'-/+':>7}"
     lines = [f"live latencies, bash scenario, {reps} run(s) per cell, ms as median / max", head, sub]
     for name in agents:
         plain, hooked = rows.get((name, False)), rows.get((name, True))
         cells = "".join(f" {_fmt(_values(plain, attr))} {_fmt(_values(hooked, attr)):>15}" for _, attr in METRICS)
         dropped = f"{plain.dropped if plain else '-'}/{hooked.dropped if hooked else '-'}"
-        failures = "; ".join(f"{label}: {', '.join(s.failures)}" for label, s in (("screen", plain), ("hooks", hooked))
+        cells_failed = (("no hooks", plain), ("hooks", hooked))
+        failures = "; ".join(f"{label}: {', '.join(s.failures)}" for label, s in cells_failed
                              if s is not None and s.failures) or "-"
         lines.append(f"{name:<8}{cells}  {dropped:>7}   {failures}")
-    lines.append("drawn → blocked < 0: a hook put the pane in blocked before the dialog was drawn; answer → erased "
-                 "is the agent's own redraw time. + hooks: panewatch's hooks injected at launch (PaneHooks.wire)")
+    lines.append("drawn → blocked < 0: a hook (or the agent's OSC 7501 status) put the pane in blocked before the "
+                 "dialog was drawn; answer → erased is the agent's own redraw time. no hooks: screen + OSC 7501 "
+                 "(Claude: probe answered; Codex: unasked); + hooks: PaneHooks.wire's hooks as well")
     return "\n".join(lines)
 
 
