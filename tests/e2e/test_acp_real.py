@@ -8,7 +8,7 @@
 A real `session/request_permission` makes the session blocked (combine() over the ACP report) with
 the request's options; each answer — allow, reject, cancel — resolves it, and the agent's next
 model request carries the matching tool result (or, where the agent ends the turn on a refusal,
-none). Skipped without the CLIs or the SDK.
+none). Needs the pinned CLIs (PANEWATCH_SKIP=agents opts out).
 
 codex-acp's npm wrapper starts the native adapter as a child that outlives the wrapper when the SDK
 stops it: every agent here runs as the leader of its own process group (`setsid`), and the group is
@@ -26,15 +26,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import acp
 import pytest
 
 from panewatch.runtime.acp import AcpClient, AcpState
 from panewatch.testing.homes import ACP_COMMANDS, MOCK_KIND, find_agents_bin, prepare
 from panewatch.testing.mock import MockServer
 
-acp = pytest.importorskip("acp", reason="the ACP SDK is not installed: pip install -e '.[acp]'")
 BIN = find_agents_bin()
-pytestmark = pytest.mark.skipif(BIN is None, reason="pinned agent CLIs not installed: run scripts/install-agents")
+pytestmark = pytest.mark.needs("agents")  # tests/components.py: fails without them unless PANEWATCH_SKIP=agents
 AGENTS = ("claude-agent-acp", "gemini", "codex-acp")
 CHOICES = ("allow_once", "reject_once", "cancel")
 
@@ -122,9 +122,7 @@ async def _drain(stream: asyncio.StreamReader | None) -> None:
 @pytest.mark.parametrize("choice", CHOICES)
 @pytest.mark.parametrize("agent", AGENTS)
 def test_acp_permission_request_blocks_until_answered(agent: str, choice: str, tmp_path: Path) -> None:
-    assert BIN is not None
-    if not (BIN / ACP_COMMANDS[agent][0]).exists():
-        pytest.skip(f"{agent} not in {BIN}")
+    assert BIN is not None and (BIN / ACP_COMMANDS[agent][0]).exists(), f"{agent} not in {BIN} (scripts/install-agents)"
     state, client, events = asyncio.run(asyncio.wait_for(_session(agent, choice, tmp_path), 150))
     assert [s.state for s in state.history] == ["working", "blocked", "working", "idle"]
     assert state.state().state == "idle" and not client.pending

@@ -6,11 +6,8 @@ from __future__ import annotations
 import pytest
 
 from panewatch.lab.bench.agents import run
-from panewatch.testing.homes import find_agents_bin
 
-BIN = find_agents_bin()
-pytestmark = pytest.mark.skipif(BIN is None or not (BIN / "codex").exists(),
-                                reason="pinned agent CLIs not installed: run scripts/install-agents")
+pytestmark = pytest.mark.needs("agents")  # tests/components.py: fails without them unless PANEWATCH_SKIP=agents
 
 
 def test_bench_agents_smoke() -> None:

@@ -9,9 +9,9 @@
   user's own hooks keep running;
 * `panewatch run` inside an outer pty we own, as a user would run it.
 
-Skipped without the CLIs (scripts/install-agents). Every wait polls with a deadline. Live changes may
-lead (hooks) or lag (detection) the screen a little, so segments are scored with LIVE_GRACE; no
-latency is asserted (`panewatch bench agents` measures them).
+Needs the pinned CLIs (scripts/install-agents; PANEWATCH_SKIP=agents opts out). Every wait polls
+with a deadline. Live changes may lead (hooks) or lag (detection) the screen a little, so segments
+are scored with LIVE_GRACE; no latency is asserted (`panewatch bench agents` measures them).
 """
 
 from __future__ import annotations
@@ -37,17 +37,10 @@ from panewatch.testing.homes import MOCK_KIND, Launch, find_agents_bin, prepare
 from panewatch.testing.mock import MockServer
 
 BIN = find_agents_bin()
-pytestmark = pytest.mark.skipif(BIN is None, reason="pinned agent CLIs not installed: run scripts/install-agents "
-                                                    "(or set PANEWATCH_AGENTS_BIN to their bin dir)")
+pytestmark = pytest.mark.needs("agents")  # tests/components.py: fails without them unless PANEWATCH_SKIP=agents
 AGENTS = ("claude", "codex", "gemini")
 STARTUP, STEP = 60.0, 45.0
 LIVE_GRACE = 1.0  # seconds a live change may trail or lead the screen's truth at a transition
-
-
-def _need(agent: str) -> None:
-    assert BIN is not None
-    if not (BIN / agent).exists():
-        pytest.skip(f"{agent} not in {BIN}")
 
 
 def _run(make: Callable[[], Awaitable[None]]) -> None:
@@ -124,7 +117,6 @@ async def _bash_turn(agent: LiveAgent) -> None:
 
 @pytest.mark.parametrize("name", AGENTS)
 def test_live_pane_bash_answered_through_the_guard(name: str, tmp_path: Path) -> None:
-    _need(name)
     agent = LiveAgent(name, tmp_path)
 
     async def go() -> None:
@@ -139,7 +131,6 @@ def test_live_pane_bash_answered_through_the_guard(name: str, tmp_path: Path) ->
 
 @pytest.mark.parametrize("name", AGENTS)
 def test_live_pane_prose_trap_stays_idle(name: str, tmp_path: Path) -> None:
-    _need(name)
     agent = LiveAgent(name, tmp_path)
 
     async def go() -> None:
@@ -157,7 +148,6 @@ def test_live_pane_prose_trap_stays_idle(name: str, tmp_path: Path) -> None:
 def test_live_pane_program_status_osc_7501(name: str, tmp_path: Path) -> None:
     """Claude Code reports its state in OSC 7501 once the headless pane answers its probe; Codex does
     unasked. The statuses arrive with the screen they describe and decide the pane (combine row 3)."""
-    _need(name)
     agent = LiveAgent(name, tmp_path)
 
     async def go() -> None:
@@ -207,7 +197,6 @@ def _users_own_hook(launch: Launch, marker: Path) -> None:
 
 @pytest.mark.parametrize("name", AGENTS)
 def test_live_pane_hooks_move_the_state_and_the_users_hooks_still_run(name: str, tmp_path: Path) -> None:
-    _need(name)
     if name == "gemini" and os.geteuid() != 0:
         pytest.skip("Gemini CLI reads a per-launch settings file only when it belongs to root")
     marker = tmp_path / "user-hook-ran"
@@ -258,7 +247,6 @@ def _wait(cond: Callable[[], bool], timeout: float) -> bool:
 
 @pytest.mark.parametrize("name", AGENTS)
 def test_panewatch_run_bash(name: str, tmp_path: Path) -> None:
-    _need(name)
     from panewatch.testing.capture import PROFILES
 
     profile = PROFILES[name]
