@@ -29,7 +29,8 @@ from panewatch.testing.homes import find_agents_bin
 
 SKIP_ENV = "PANEWATCH_SKIP"
 SKIP_PREFIX = "PANEWATCH_SKIP="  # every skip this module makes starts so (the summary groups on it)
-AGENT_CLIS = ("claude", "codex", "gemini", "claude-agent-acp", "qwen")  # the bins of tests/agents/package.json
+# the bins of tests/agents/package.json the tests drive
+AGENT_CLIS = ("claude", "codex", "gemini", "claude-agent-acp", "codex-acp", "qwen")
 TMUX_MIN = (3, 2)  # control mode's pause-after flow control
 
 

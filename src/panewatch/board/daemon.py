@@ -369,7 +369,10 @@ class Daemon:
             return await self.tmux.new_window(argv, name=spec.name or Path(argv[0]).name, cwd=cwd, env=env,
                                               cols=spec.cols, rows=spec.rows)
         pane_id = self.hub.new_id()
-        argv = await self.hooks.wire(pane_id, argv, env, cwd=cwd, manifests=self.watcher.get)
+        try:
+            argv = await self.hooks.wire(pane_id, argv, env, cwd=cwd, manifests=self.watcher.get)
+        except OSError as exc:  # no hooks for this pane: the screen alone still detects everything
+            log.warning("pane %s: hooks disabled: %s", pane_id, exc)
         pane = LivePane(argv, pane_id=pane_id, cols=spec.cols, rows=spec.rows, env=env, cwd=cwd, agent=agent,
                         headless=True, manifests=self.watcher)
         local = LocalPane(self.hub, pane, name=spec.name or Path(argv[0]).name, cwd=cwd)

@@ -182,8 +182,8 @@ class _Runner:
         if not self.ns.no_hooks:
             try:
                 argv = await hooks.wire(pane_id, argv, env, cwd=os.getcwd(), manifests=self.watcher.get)
-            except OSError as exc:  # no socket, no hooks: the screen alone still detects everything
-                self.errors.append(f"panewatch run: hooks disabled, no report socket: {exc}")
+            except OSError as exc:  # no socket (or no way for this agent): the screen alone still detects
+                self.errors.append(f"panewatch run: hooks disabled: {exc}")
         cols, rows = self.terminal.size()
         pane = LivePane(argv, pane_id=pane_id, cols=cols, rows=rows, env=env, agent=self.ns.agent, headless=False,
                         manifests=self.watcher, record=self.record, events=self.events, on_output=gate.child,

@@ -11,6 +11,8 @@ Everything that decides what `combine()` is told lives here, and only here:
   report is in force, animations (a blinking bullet, a spinner, the title) do not count — the
   screen is compared by `screen_key` with the screen the report arrived on; without one, any
   change of the visible screen does;
+* the program's own status (OSC 7501, core/termstatus.py) read from its output: the latest is in force
+  until a newer one or `clear`;
 * a report stamped on another clock (outside the last REPORT_SKEW seconds) counts as arriving now;
 * whether the agent still runs: an agent seen by its process or by its screen, then the shell (or a
   program we can tell is not that agent) back in front, means it is gone;
@@ -24,17 +26,20 @@ is `combine()`'s alone.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from panewatch.core import termstatus
 from panewatch.core.classify import Quarantine, Verdict
-from panewatch.core.combine import PaneState, Report, combine, screen_key
+from panewatch.core.combine import REPORT_SETTLE, PaneState, Report, combine, screen_key
 from panewatch.core.detector import PaneDetector
 from panewatch.core.history import History
 from panewatch.core.manifest import Manifest
 from panewatch.core.policy import ChangeDrivenSchedule, Schedule
 from panewatch.core.screen import Screen, Snapshot
+from panewatch.core.termstatus import ProgramStatus
 
 REPORT_SKEW = 60.0  # seconds: a report stamped further back (or in the future) was stamped on another clock
 
@@ -88,6 +93,10 @@ class PaneMachine:
                                      agent_id=agent, quarantine=Quarantine(clock=cost_clock))
         self.state = PaneState("idle", "screen", None)
         self.report_in_force: Report | None = None
+        self.program_status: deque[tuple[float, ProgramStatus]] = deque(maxlen=64)  # OSC 7501 reports seen
+        self.status_in_force: Report | None = None  # the latest of them, as a report (source "terminal")
+        self._settle_due: float | None = None  # when a report's settling time ends (combine.REPORT_SETTLE)
+        self._screen_agreed = False  # the screen has shown the report's state since it arrived
         self.fg: Foreground | None = None
         self.exit_code: int | None = None
         self.has_exited = False
@@ -111,7 +120,19 @@ class PaneMachine:
             self.detector.feed(t, data)
             if self.history is not None:
                 self.history.output(t, data)
+            statuses = self.screen.take_program_status()
+            if statuses:
+                for status in statuses:
+                    self.program_status.append((t, status))
+                    self._take_status(t, status)
+                return self._flush(self._update(t))
         return self._flush([])
+
+    def _take_status(self, t: float, status: ProgramStatus) -> None:
+        """The program's own OSC 7501 status: the latest is in force (combine row 3), unless it is one
+        termstatus.STATUS_STATES does not take (`clear`, ...): that withdraws it."""
+        state = termstatus.report_state(status)
+        self.status_in_force = None if state is None else Report(state, t, "terminal", status.detail())
 
     def resize(self, t: float, cols: int, rows: int) -> list[StateChange]:
         self.last_output = t
@@ -130,6 +151,9 @@ class PaneMachine:
         if self.history is not None:
             self.history.report(report)
         self._report_key = screen_key(self.screen.snapshot())
+        settle = REPORT_SETTLE.get(report.state, 0.0)
+        self._settle_due = report.t + settle if settle > 0 else None  # combine() looks again then
+        self._screen_agreed = False
         return self._flush(self._update(t))
 
     def foreground(self, t: float, fg: Foreground | None) -> list[StateChange]:
@@ -151,6 +175,8 @@ class PaneMachine:
         """Run the scheduled check; call when `next_due()` has come."""
         if self.has_exited:
             return self._flush([])
+        if self._settle_due is not None and t >= self._settle_due:
+            self._settle_due = None
         self.detector.tick(t)
         self._observe_screen()
         return self._flush(self._update(t))
@@ -188,7 +214,10 @@ class PaneMachine:
 
     def next_due(self) -> float:
         """When `tick()` wants to run next (inf once exited)."""
-        return float("inf") if self.has_exited else self.detector.next_due()
+        if self.has_exited:
+            return float("inf")
+        due = self.detector.next_due()
+        return due if self._settle_due is None else min(due, self._settle_due)
 
     @property
     def verdict(self) -> Verdict:
@@ -243,7 +272,11 @@ class PaneMachine:
         if self.has_exited:
             return []
         running = self._agent_running()
-        new = combine(self.detector.verdict, self._screen_changed_at, self.report_in_force, running, t)
+        report, verdict = self.report_in_force, self.detector.verdict
+        if report is not None and verdict.state == ("idle" if report.state == "done" else report.state):
+            self._screen_agreed, self._settle_due = True, None
+        new = combine(verdict, self._screen_changed_at, report, running, t, self._screen_agreed,
+                      self.status_in_force)
         return self._set_state(t, new)
 
     def _set_state(self, t: float, new: PaneState) -> list[StateChange]:
