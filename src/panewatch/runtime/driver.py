@@ -77,12 +77,13 @@ class PaneDriver:
 
     # -- lifetime (for the source) -------------------------------------------------------------
 
-    def _start_driving(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Watch the manifests, publish the first state, arm the timer."""
+    def _start_driving(self, loop: asyncio.AbstractEventLoop, now: float | None = None) -> None:
+        """Watch the manifests, publish the first state (stamped `now`: when the pane started, the
+        time its recording starts from), arm the timer."""
         self._loop = loop
         self.watcher.start()
         self._unwatch = self.watcher.subscribe(self._on_manifests)
-        self._emit(StateChange(loop.time(), self.pane_id, None, self.state, self.agent))
+        self._emit(StateChange(loop.time() if now is None else now, self.pane_id, None, self.state, self.agent))
         self._arm()
 
     def _stop_driving(self) -> None:

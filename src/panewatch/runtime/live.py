@@ -199,7 +199,7 @@ class LivePane(PaneDriver):
                 self._file_failed("the recording", self._record_fh, exc)
         self._done = asyncio.Event()
         self._session.start_reading()
-        self._start_driving(loop)
+        self._start_driving(loop, now)  # one time axis with the recording (LiveAgent.t0)
         self._fg_handle = loop.call_later(0, self._poll_foreground)
         self._exit_task = loop.create_task(self._watch_exit())
 
