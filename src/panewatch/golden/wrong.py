@@ -59,8 +59,10 @@ class WrongState:
     manifest_file: str | None = None  # the manifest that judged the screen, as `agents check` takes it
 
 
-def masked_cast(recent: Recent) -> Cast:
-    cast = recent.cast()
+def masked_cast(report: WrongState) -> Cast:
+    recent = report.recent
+    started = report.wall - (report.now - recent.start)  # the history's start in unix time
+    cast = recent.cast(timestamp=int(started), title=mask(f"panewatch report-wrong: {report.pane}"))
     events = cast.events
     outputs = [i for i, e in enumerate(events) if e.kind == "o"]
     texts = mask_stream([events[i].data for i in outputs])
@@ -179,7 +181,7 @@ def write_case(root: Path, report: WrongState) -> Path:
     folder = case_folder(root, report)
     folder.parent.mkdir(parents=True, exist_ok=True)
     folder.mkdir(mode=0o700)
-    cast = masked_cast(report.recent)
+    cast = masked_cast(report)
     doc = truth(report)
     doc["case"] = folder.name
     _write(folder / "session.cast", "".join(cast_lines(cast)))
