@@ -140,6 +140,7 @@ class ControlClient:
         self.closed = asyncio.Event()
         self.attached = asyncio.Event()
         self.commands = 0
+        self.name = ""  # tmux's name for this client (`client-1234`), for refresh-client -t
         self._proc: asyncio.subprocess.Process | None = None
         self._parser = ControlParser()
         self._pending: deque[ReplyHandler | None] = deque()
@@ -159,6 +160,10 @@ class ControlClient:
         if not self.attached.is_set():
             await self.close()
             raise TmuxError(f"could not attach to tmux session {self.session} on {self.server.label}")
+        # refresh-client without -t acts on the server's idea of the current client, which is not always
+        # the connection sending it (measured: with three of ours attached, every -A went to the newest)
+        lines = await self.run("display-message", "-p", "#{client_name}")
+        self.name = lines[0].decode("utf-8", "replace") if lines else ""
 
     async def _read(self) -> None:
         assert self._proc is not None and self._proc.stdout is not None
