@@ -1,6 +1,7 @@
 """`panewatch tmux`: watch every pane of a tmux server in the foreground, one line per state change.
 
     panewatch tmux [-L NAME | -S PATH] [--json]
+    panewatch tmux status       (a summary for status-right; runtime/tmux_status.py, dispatched early)
 
 Without -L/-S: the server of the tmux we run in ($TMUX), else the default socket. `--json`: one
 object per line: t, pane (tmux's id, `%3`), target (`session:window.pane`), agent, state, rule,
@@ -34,6 +35,8 @@ def register(subparsers: Any) -> None:
     where.add_argument("-L", dest="socket_name", metavar="NAME", help="the server on socket NAME (as tmux -L)")
     where.add_argument("-S", dest="socket_path", metavar="PATH", help="the server on socket PATH (as tmux -S)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.add_argument("action", nargs="?", choices=["status"], help="status: a one-line summary of every pane's "
+                        "state from the daemon, for tmux's status-right")
     parser.set_defaults(func=main)
 
 
@@ -85,6 +88,10 @@ async def watch(server: TmuxServer, as_json: bool) -> int:
 
 
 def main(ns: argparse.Namespace) -> int:
+    if ns.action == "status":
+        from panewatch.runtime.tmux_status import main as status_main
+
+        return status_main([])
     try:
         return asyncio.run(watch(server_from(ns), ns.json))
     except TmuxError as exc:

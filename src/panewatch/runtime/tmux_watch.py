@@ -26,6 +26,7 @@ import contextlib
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Callable
 
 from panewatch.core.policy import PolicyConfig
@@ -47,6 +48,13 @@ STRUCTURAL = frozenset({"window-add", "window-close", "unlinked-window-add", "un
                         "sessions-changed", "session-renamed", "window-renamed", "session-changed",
                         "linked-window-changed", "client-session-changed"})
 SUBSCRIPTION = "panewatch-cmd"
+# Panes per control client. tmux writes a client's pending output round-robin, each pane getting about
+# 8 KiB / (its pending panes) / 3 bytes a round (control.c, at least 32): with 200 busy panes on one
+# client a 2 KiB frame needs dozens of rounds and arrives ~0.8 s late (measured: `%extended-output` age
+# median 777 ms at 200 panes, 0 at 50). Several clients per session, each taking only its own panes'
+# output (`refresh-client -A %ID:off` for the others), keep a frame to one or two rounds.
+PANES_PER_CLIENT = 16
+ROUTES_PER_COMMAND = 64
 
 
 class TtyForeground:
@@ -238,7 +246,7 @@ class TmuxWatcher:
         self.on_added = on_added
         self.on_removed = on_removed
         self.panes: dict[str, TmuxPane] = {}
-        self.clients: dict[str, ControlClient] = {}
+        self.clients: dict[str, list[ControlClient]] = {}  # by session id: its clients (shards)
         self.server_alive = False
         self.resyncs = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -247,6 +255,7 @@ class TmuxWatcher:
         self._timer: asyncio.TimerHandle | None = None
         self._closing = False
         self._fg_polled = 0.0
+        self._resync_lock = asyncio.Lock()
 
     async def start(self) -> None:
         """Check the version (TmuxVersionError if too old), then discover and attach."""
@@ -264,7 +273,7 @@ class TmuxWatcher:
             self._resync_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._resync_task
-        for client in list(self.clients.values()):
+        for client in self._all_clients():
             await client.close()
         self.clients.clear()
         for pane in list(self.panes.values()):
@@ -303,9 +312,16 @@ class TmuxWatcher:
 
         self._resync_task = self._loop.create_task(later())
 
+    def _all_clients(self) -> list[ControlClient]:
+        return [client for clients in self.clients.values() for client in clients]
+
+    def _live(self, session: str) -> list[ControlClient]:
+        """The session's clients ready for commands (one still attaching takes no pane yet)."""
+        return [c for c in self.clients.get(session, []) if c.name and not c.closed.is_set()]
+
     async def _list_panes(self) -> list[bytes] | None:
         """`list-panes -a` through an attached client, else a one-off tmux; None: no server."""
-        for client in list(self.clients.values()):
+        for client in self._all_clients():
             if client.attached.is_set() and not client.closed.is_set():
                 with contextlib.suppress(TmuxError):
                     return await client.run("list-panes", "-a", "-F", PANE_FORMAT)
@@ -317,7 +333,11 @@ class TmuxWatcher:
             return None
 
     async def resync(self) -> None:
-        """Bring sessions, clients and panes in line with what the server has now."""
+        """Bring sessions, clients and panes in line with what the server has now (one at a time)."""
+        async with self._resync_lock:
+            await self._resync()
+
+    async def _resync(self) -> None:
         self.resyncs += 1
         lines = await self._list_panes()
         if self._closing:
@@ -332,45 +352,67 @@ class TmuxWatcher:
             info = parse_pane(line)
             if info is not None and info.pane_id not in listed:  # a linked window lists its panes per session
                 listed[info.pane_id] = info
-        for session in sorted({i.session_id for i in listed.values()}):
-            if session not in self.clients:
-                await self._attach(session)
+        per_session = Counter(i.session_id for i in listed.values())
+        for session, count in sorted(per_session.items()):
+            want = max(1, -(-count // PANES_PER_CLIENT))
+            while len(self._live(session)) < want:
+                if not await self._attach(session):
+                    break
+        load = Counter(id(p.client) for p in self.panes.values())
         for pane_id, info in listed.items():
-            client = self._client_for(info, listed)
             pane = self.panes.get(pane_id)
+            client = self._client_for(info, pane, load)
             if client is None:
                 continue
             if pane is None:
-                self._add(info, client)
-            elif pane.client is not client:  # its session's client went: the pane lives on in another
+                load[id(client)] += 1
+                self._route(self._add(info, client))
+            elif pane.client is not client:  # its client went: the pane lives on, watched by another
+                load[id(client)] += 1
                 pane.client = client
                 pane.seeded = False
+                self._route(pane)
                 self._seed(pane)
             else:
                 pane.update(info)
         for pane_id in [p for p in self.panes if p not in listed]:
             self._remove(self.panes[pane_id], "the tmux pane was closed")
 
-    def _client_for(self, info: PaneInfo, listed: dict[str, PaneInfo]) -> ControlClient | None:
-        pane = self.panes.get(info.pane_id)
+    def _client_for(self, info: PaneInfo, pane: TmuxPane | None, load: Counter[int]) -> ControlClient | None:
         if pane is not None and not pane.client.closed.is_set():
             return pane.client  # keep the owner while it lives (grouped sessions see the same pane)
-        client = self.clients.get(info.session_id)
-        return client if client is not None and not client.closed.is_set() else None
+        live = self._live(info.session_id)
+        return min(live, key=lambda c: load[id(c)]) if live else None
 
-    async def _attach(self, session: str) -> None:
+    async def _attach(self, session: str) -> bool:
         client = ControlClient(self.server, session, self._on_event, on_closed=self._on_closed)
-        self.clients[session] = client
+        self.clients.setdefault(session, []).append(client)
         try:
             await client.start()
         except (TmuxError, OSError) as exc:
             log.info("tmux session %s on %s: %s", session, self.server.label, exc)
-            self.clients.pop(session, None)
-            return
+            self._forget(client)
+            return False
         # tmux checks subscriptions about once a second and tells us when a pane's command changed
-        client.send([command("refresh-client", "-B", f"{SUBSCRIPTION}:%*:#{{pane_current_command}}")])
+        lines = [command("refresh-client", "-t", client.name, "-B", f"{SUBSCRIPTION}:%*:#{{pane_current_command}}")]
+        # a new client starts with every pane of its session on: the panes others watch go off here
+        lines += _routes(client, [p.pane_id for p in self.panes.values() if p.client.session == session], "off")
+        client.send(lines)
+        return True
 
-    def _add(self, info: PaneInfo, client: ControlClient) -> None:
+    def _route(self, pane: TmuxPane) -> None:
+        """Only the pane's own client gets its output; its session's other clients turn it off."""
+        for client in self._live(pane.client.session):
+            client.send(_routes(client, [pane.pane_id], "on" if client is pane.client else "off"))
+
+    def _forget(self, client: ControlClient) -> None:
+        clients = self.clients.get(client.session, [])
+        if client in clients:
+            clients.remove(client)
+        if not clients:
+            self.clients.pop(client.session, None)
+
+    def _add(self, info: PaneInfo, client: ControlClient) -> TmuxPane:
         assert self._loop is not None
         pane = TmuxPane(self, info, client)
         self.panes[info.pane_id] = pane
@@ -380,6 +422,7 @@ class TmuxWatcher:
             except Exception:
                 log.exception("tmux pane listener failed")
         self._seed(pane)
+        return pane
 
     def _seed(self, pane: TmuxPane) -> None:
         """Ask tmux for the pane's screen, in the client's stream: the reply comes before later output."""
@@ -439,7 +482,7 @@ class TmuxWatcher:
             if pane is not None and pane.client is client:
                 pane.seeded = False
                 self._seed(pane)
-            client.send([command("refresh-client", "-A", f"{args[0]}:continue")])
+            client.send(_routes(client, [args[0]], "continue"))
         elif name == "pane-mode-changed" and args:
             pane = self.panes.get(args[0])
             if pane is not None:
@@ -458,6 +501,12 @@ class TmuxWatcher:
         pane.client.send([command("display-message", "-p", "-t", pane.pane_id, PANE_FORMAT)], [on_info])
 
     def _on_closed(self, client: ControlClient) -> None:
-        if self.clients.get(client.session) is client:
-            del self.clients[client.session]
+        self._forget(client)
         self.schedule_resync()
+
+
+def _routes(client: ControlClient, pane_ids: list[str], state: str) -> list[bytes]:
+    """`refresh-client -A %ID:STATE` for each pane, several panes a command, for this client by name."""
+    return [command("refresh-client", "-t", client.name, *(arg for pane_id in pane_ids[i:i + ROUTES_PER_COMMAND]
+                                                           for arg in ("-A", f"{pane_id}:{state}")))
+            for i in range(0, len(pane_ids), ROUTES_PER_COMMAND)]
