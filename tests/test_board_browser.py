@@ -330,6 +330,7 @@ def test_keyboard_moves_between_cards_and_answers_after_a_confirmation(page: Any
 
     # Enter with nothing to confirm does nothing; Enter on an open confirmation answers.
     page.keyboard.press("Enter")
+    assert page.query_selector(f"{card_sel(blocked)} .message") is None  # confirming would say "Sending…" at once
     assert lines(log) == []
     page.keyboard.press("3")
     page.wait_for_selector(f"{card_sel(blocked)} .confirm", timeout=MS)
