@@ -29,7 +29,7 @@ from panewatch.testing.homes import find_agents_bin
 
 SKIP_ENV = "PANEWATCH_SKIP"
 SKIP_PREFIX = "PANEWATCH_SKIP="  # every skip this module makes starts so (the summary groups on it)
-AGENT_CLIS = ("claude", "codex", "gemini", "claude-agent-acp")  # the bins of tests/agents/package.json
+AGENT_CLIS = ("claude", "codex", "gemini", "claude-agent-acp", "qwen")  # the bins of tests/agents/package.json
 TMUX_MIN = (3, 2)  # control mode's pause-after flow control
 
 

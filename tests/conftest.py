@@ -23,13 +23,32 @@ EXAMPLE_PATH = DATA / "published_example.raw"
 
 @pytest.fixture(autouse=True)
 def _private_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads the developer's own config or runtime dir."""
+    """No test reads the developer's own config, data, state or runtime dir."""
     monkeypatch.setenv("PANEWATCH_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("PANEWATCH_DATA_DIR", str(tmp_path / "data"))  # the user corpus (report-wrong, verify --save)
+    monkeypatch.setenv("PANEWATCH_STATE_DIR", str(tmp_path / "state"))  # the stats database
     runtime = tmp_path / "run"
     runtime.mkdir(mode=0o700)
     monkeypatch.setenv("PANEWATCH_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("PANEWATCH_BOARD", "off")  # no `run` in a test starts a board daemon unless it asks to
+    monkeypatch.setenv("PANEWATCH_CACHE_DIR", str(tmp_path / "cache"))  # agents' `--version` answers
     os.environ.pop("PANEWATCH_CORPUS", None)
+
+
+@pytest.fixture(autouse=True)
+def _private_tmux(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No test (a daemon watching tmux by default) sees the developer's tmux servers or another test's:
+    a short private TMUX_TMPDIR (a socket path must stay under ~100 bytes), no $TMUX."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="pwt", dir="/tmp")
+    monkeypatch.setenv("TMUX_TMPDIR", folder)
+    monkeypatch.delenv("TMUX", raising=False)
+    monkeypatch.delenv("TMUX_PANE", raising=False)
+    monkeypatch.setenv("PANEWATCH_TMUX_NEW", "off")  # `panewatch new` headless unless a test asks for tmux
+    yield
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -366,3 +367,55 @@ def test_a_board_link_for_a_pane_opens_the_board_at_that_pane(browser: Any, serv
         assert selected(other) is None
     finally:
         context.close()
+
+
+def test_this_state_is_wrong_saves_a_case_after_confirmation(page: Any, serve: ServeProcess, tmp_path: Path) -> None:
+    pane = new_agent(tmp_path / "agent.log")
+    cli("send", pane, "b", check=True)
+    sel = card_sel(pane)
+    page.wait_for_selector(f"{sel}[data-state=blocked]", timeout=MS)
+    corpus = tmp_path / "data" / "corpus"
+
+    page.click(f"{sel} .report-wrong")  # asking is not saving
+    page.wait_for_selector(f"{sel} .report[role=alertdialog]", timeout=MS)
+    options = page.eval_on_selector_all(f"{sel} .report-expected option", "els => els.map(e => e.value)")
+    assert options == ["", "working", "idle", "exited"]  # "not sure", or any state but the one shown
+    page.click(f"{sel} .report-no")
+    page.wait_for_selector(f"{sel} .report", state="detached", timeout=MS)
+    assert not corpus.exists()
+
+    page.click(f"{sel} .report-wrong")
+    page.select_option(f"{sel} .report-expected", "idle")
+    page.click(f"{sel} .report-yes")
+    page.wait_for_selector(f"{sel} .message-ok", timeout=MS)
+    shown = page.inner_text(f"{sel} .message")
+    (folder,) = corpus.glob("claude/unknown/wrong-*")
+    assert str(folder) in shown and "secrets masked" in shown
+    truth = json.loads((folder / "truth.json").read_text())
+    assert truth["reported"]["detected"] == "blocked" and truth["reported"]["expected"] == "idle"
+    assert truth["timeline"][-1]["state"] == "idle"
+
+
+def test_the_header_shows_the_minutes_lost_today_and_a_bar_per_day(page: Any, serve: ServeProcess,
+                                                                   tmp_path: Path) -> None:
+    pane = new_agent(tmp_path / "agent.log")
+    until_js(page, "!document.querySelector('#waits').hidden", "the waits figure")
+    assert page.inner_text("#waits .waits-blocked") == "blocked 0s"
+    bars = page.eval_on_selector_all("#waits .waits-chart g.bar", "els => els.map(e => e.dataset.day)")
+    assert len(bars) == 7 and bars == sorted(bars)
+    cli("send", pane, "b", check=True)
+    blocked = wait_state(pane, "blocked")
+    shown = blocked["since"]
+    wait_for(lambda: time.time() - shown >= 2.0, "the user takes a while", timeout=10)
+    cli("answer", pane, "1", "--yes", "--fingerprint", blocked["prompt"]["fingerprint"], check=True)
+    # The card leaving blocked makes the page ask for the figures again: the daemon's own.
+    until_js(page, "document.querySelector('#waits .waits-blocked').textContent !== 'blocked 0s'")
+    (day,) = json.loads(cli("stats", "--json", check=True).stdout)["days"]
+    assert day["blocked"]["count"] == 1 and day["blocked"]["seconds"] >= 2.0
+    assert page.inner_text("#waits .waits-blocked") == f"blocked {int(day['blocked']['seconds'])}s"
+    today = page.eval_on_selector("#waits .waits-chart g.bar:last-of-type",
+                                  "e => [e.dataset.day, +e.dataset.blocked, +e.querySelector('.bar-blocked')"
+                                  ".getAttribute('height')]")
+    assert today[0] == day["day"] and today[1] == day["blocked"]["seconds"] and today[2] > 0
+    title = page.eval_on_selector("#waits .waits-chart g.bar:last-of-type title", "e => e.textContent")
+    assert f"blocked {int(day['blocked']['seconds'])}s (1)" in title

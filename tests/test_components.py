@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from components import COMPONENTS
+from components import AGENT_CLIS, COMPONENTS
 
 TESTS = Path(__file__).resolve().parent
 SAMPLE = '''
@@ -52,7 +52,7 @@ def run(tmp_path: Path, *, skip: str = "", chromium: str | None = None, agents: 
 def fake_agents(tmp_path: Path) -> str:
     bin_dir = tmp_path / "agents-bin"
     bin_dir.mkdir()
-    for name in ("claude", "codex", "gemini", "claude-agent-acp"):
+    for name in AGENT_CLIS:
         (bin_dir / name).write_text("#!/bin/sh\n")
     return str(bin_dir)
 

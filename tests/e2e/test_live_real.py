@@ -1,4 +1,4 @@
-"""The pinned real Claude Code, Codex and Gemini CLIs under panewatch's live runtime.
+"""The pinned real Claude Code, Codex, Gemini CLI and Qwen Code CLIs under panewatch's live runtime.
 
 * a headless LivePane (live_agents.LiveAgent): the live state timeline scored against the
   scenario's truth (derived from the recording like a capture's: literals + mock tool windows,
@@ -35,7 +35,7 @@ from panewatch.testing.mock import MockServer
 
 BIN = find_agents_bin()
 pytestmark = pytest.mark.needs("agents")  # tests/components.py: fails without them unless PANEWATCH_SKIP=agents
-AGENTS = ("claude", "codex", "gemini")
+AGENTS = ("claude", "codex", "gemini", "qwen")
 STARTUP, STEP = 60.0, 45.0
 LIVE_GRACE = 1.0  # seconds a live change may trail or lead the screen's truth at a transition
 

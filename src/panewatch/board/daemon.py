@@ -21,6 +21,8 @@ Unix-socket operations (JSON lines, see rpc.py), params → result:
                                                   and "card" {card}; the client sends "keys" {data}
                                                   and "detach"
     resize   {pane, cols, rows}                  headless panes only
+    report_wrong {pane, expected?}               → {path, …}: the pane's history as a golden case
+    stats    {since?}                           → the waits since `since` (unix time; default 7 days)
     close    {pane}                             kill a headless pane / remove an exited card
     register {card}                             this connection is a `run` pane from now on (link.py)
     shutdown
@@ -35,6 +37,7 @@ import fcntl
 import json
 import logging
 import os
+import shutil
 import socket
 import struct
 import time
@@ -54,6 +57,8 @@ from panewatch.board.model import Card, bad_request
 from panewatch.board.panes import Hub, LocalPane, RemotePane
 from panewatch.board.rpc import MAX_LINE, Peer, RemoteError
 from panewatch.board.security import LOGIN_TTL, Access, is_loopback, write_launcher, write_secret
+from panewatch.board.tmux import TmuxBoard, TmuxHandle
+from panewatch.board.waits import BoardWaits
 from panewatch.board.watchdog import Watchdog
 from panewatch.board.web import make_app
 from panewatch.core.combine import Report
@@ -96,6 +101,9 @@ class Daemon:
         self.gate = ConnectionGate((limits or Limits()).fit())  # held well below our descriptor limit
         self.pid = os.getpid()
         self.hub = Hub()
+        # Minutes lost waiting: the daemon is the one writer of the waits database (runtime/waitstore.py).
+        self.waits = BoardWaits()
+        self.hub.listeners.add(self.waits.on_card)
         self.stats: Counter[str] = Counter()
         self.clients = 0  # open board tabs
         self.connections: set[_Conn] = set()
@@ -104,6 +112,7 @@ class Daemon:
         self._settings = settings
         self.notifier: Notifier | None = None  # desktop/command notifications for headless panes
         self.watcher = ManifestWatcher()
+        self.tmux = TmuxBoard(self.hub, self.watcher, watch=settings.tmux.watch == "auto")  # the user's tmux panes
         self.watchdog = Watchdog()  # ends the headless panes' sessions if we die, even by kill -9
         self.access: Access | None = None
         self._lock_fd: int | None = None
@@ -127,6 +136,7 @@ class Daemon:
             with contextlib.suppress(FileNotFoundError):
                 runtime_file("board.token").unlink()  # left by an older version: no long-lived secret exists any more
             await self._start_web()
+            await self.tmux.start()  # before the socket: the first `ls` already sees the tmux panes
             await self._start_socket()
             write_secret(runtime_file("board.json"), json.dumps(
                 {"pid": self.pid, "url": self.base_url, "host": self.host, "port": self.port}))
@@ -223,7 +233,9 @@ class Daemon:
                 socket_path().unlink()
         for conn in list(self.connections):
             await conn.peer.close()
+        await self.tmux.close()
         await self.hub.close()
+        self.waits.close()  # after the hub: the panes' open waits were written as they left
         await self.watchdog.close()
         self.watcher.stop()
         if self._web is not None:
@@ -350,6 +362,12 @@ class Daemon:
         for key in _PANE_ENV:
             env.pop(key, None)
         env.setdefault("TERM", "xterm-256color")
+        # PANEWATCH_TMUX_NEW=off|auto overrides `[tmux] new` (the test suite's headless panes)
+        in_tmux = (os.environ.get("PANEWATCH_TMUX_NEW") or self._settings.tmux.new) == "auto"
+        if in_tmux and shutil.which("tmux") is not None:
+            # in tmux, the agent outlives this daemon (a restarted one finds it again)
+            return await self.tmux.new_window(argv, name=spec.name or Path(argv[0]).name, cwd=cwd, env=env,
+                                              cols=spec.cols, rows=spec.rows)
         pane_id = self.hub.new_id()
         argv = await self.hooks.wire(pane_id, argv, env, cwd=cwd, manifests=self.watcher.get)
         pane = LivePane(argv, pane_id=pane_id, cols=spec.cols, rows=spec.rows, env=env, cwd=cwd, agent=agent,
@@ -376,7 +394,7 @@ class Daemon:
 
     def _on_report(self, pane_id: str, report: Report) -> None:
         handle = self.hub.panes.get(pane_id)
-        if isinstance(handle, LocalPane):
+        if isinstance(handle, LocalPane | TmuxHandle):
             handle.pane.report(report)
 
     async def dismiss(self, pane_id: str, *, kill: bool = False) -> None:

@@ -151,6 +151,9 @@ class BoardLink:
         if op == "keys":
             await endpoint.keys(base64.b64decode(str(msg.get("data", ""))), attached=bool(msg.get("attached")))
             return None
+        if op == "report_wrong":
+            expected = msg.get("expected")
+            return await endpoint.report_wrong(expected if isinstance(expected, str) and expected else None)
         if op == "ping":
             return {"card": endpoint.card()}
         raise RemoteError("unknown_op", f"a run pane does not do {op!r}")

@@ -14,7 +14,14 @@ websocket (wsession.py), each parameter validated once, here.
     answer    {pane, option, fingerprint}                  {option, cleared, state, prompt_after}  ✓
     resize    {pane, cols, rows}                           — headless panes only                   ✓
     dismiss   {pane}                                       — remove an exited pane's card          ✓
+    report_wrong {pane, expected?}                         {path, agent, state, expected, bytes,   ✓
+                                                           changes, manifest}: the pane's history saved
+                                                           as a golden case (golden/wrong.py)
+    stats     {since?}                                     minutes lost waiting (core/waits.py          ✓
+                                                           summarize) since `since` (unix time; default
+                                                           the last 7 days), with the waits still open
     close     {pane}                                       — kill a headless pane, remove its card
+    goto      {pane}                                       — a tmux pane: select it in the user's tmux  ✓
     shutdown  —                                            —
     ping      —                                            —
 
@@ -27,6 +34,7 @@ things and an unknown name is refused the same way on both sides.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -36,6 +44,7 @@ from panewatch.board.limits import ConnectionGate
 from panewatch.board.model import Card, bad_request
 from panewatch.board.panes import Hub, PaneHandle
 from panewatch.board.rpc import RemoteError
+from panewatch.board.waits import DAY, BoardWaits
 from panewatch.core.screen import clamp_size
 
 Message = dict[str, Any]
@@ -65,6 +74,7 @@ class Board(Protocol):
     counters, and what only it can do. They take this, not the daemon (which imports them)."""
 
     hub: Hub
+    waits: BoardWaits
     pid: int
     notify_cooldown: float
     clients: int  # open board tabs
@@ -163,6 +173,19 @@ async def _answer(board: Board, msg: Message) -> Result:
     return await pane(board, msg).answer(str(option), fingerprint)
 
 
+async def _report_wrong(board: Board, msg: Message) -> Result:
+    return await pane(board, msg).report_wrong(text(msg, "expected") or None)
+
+
+async def _stats(board: Board, msg: Message) -> Result:
+    since = msg.get("since")
+    if since is None:
+        since = time.time() - 7 * DAY
+    if not isinstance(since, int | float) or isinstance(since, bool):
+        raise bad_request("since must be a unix time")
+    return board.waits.summary(float(since))
+
+
 async def _resize(board: Board, msg: Message) -> Result:
     handle = pane(board, msg)
     await handle.resize(*_size(msg, required=True))
@@ -176,6 +199,15 @@ async def _dismiss(board: Board, msg: Message) -> Result:
 
 async def _close(board: Board, msg: Message) -> Result:
     await board.dismiss(pane(board, msg).id, kill=True)
+    return None
+
+
+async def _goto(board: Board, msg: Message) -> Result:
+    handle = pane(board, msg)
+    goto = getattr(handle, "goto", None)
+    if goto is None:
+        raise RemoteError("not_tmux", f"pane {handle.id} is not a tmux pane: there is no tmux window to go to")
+    await goto()
     return None
 
 
@@ -204,7 +236,10 @@ OPS: dict[str, Op] = {
     "answer": Op(_answer, web=True),
     "resize": Op(_resize, web=True),
     "dismiss": Op(_dismiss, web=True),
+    "report_wrong": Op(_report_wrong, web=True),
+    "stats": Op(_stats, web=True),
     "close": Op(_close),
+    "goto": Op(_goto, web=True),
     "shutdown": Op(_shutdown),
     "ping": Op(_ping),
 }

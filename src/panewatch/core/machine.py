@@ -31,6 +31,7 @@ from typing import Any
 from panewatch.core.classify import Quarantine, Verdict
 from panewatch.core.combine import PaneState, Report, combine, screen_key
 from panewatch.core.detector import PaneDetector
+from panewatch.core.history import History
 from panewatch.core.manifest import Manifest
 from panewatch.core.policy import ChangeDrivenSchedule, Schedule
 from panewatch.core.screen import Screen, Snapshot
@@ -49,6 +50,8 @@ class Foreground:
     is_shell: bool  # a shell holds the pane (no agent found anywhere in the group)
     agent_id: str | None  # the manifest whose `processes` match a member of the group
     pid: int | None = None  # the process described: the group leader, else the group's newest process
+    agent_pid: int | None = None  # the member that is the agent (a wrapper such as npx may lead the group)
+    version: str | None = None  # the agent's version, once learnt (runtime/version.py); None: not known
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +77,7 @@ class PaneMachine:
 
     def __init__(self, manifests: Callable[[], list[Manifest]], cols: int, rows: int, *, pane_id: str = "",
                  agent: str | None = None, schedule: Schedule | None = None, start: float = 0.0,
-                 cost_clock: Callable[[], float] | None = None) -> None:
+                 cost_clock: Callable[[], float] | None = None, history: int = 0) -> None:
         self.pane_id = pane_id
         self.pinned_agent = agent
         self._manifests = manifests
@@ -95,6 +98,9 @@ class PaneMachine:
         self._agent_seen = False  # an agent held this pane (by process or by its screen)
         self._agent_by_process = False  # ... and we recognised its process
         self._queued: list[StateChange] = []  # caused by classify_now(), handed out by the next event
+        # history: keep this many bytes of recent output (and what else the machine is told) for
+        # `report-wrong` (core/history.py); 0 = none (replays and benchmarks need none).
+        self.history = History(self.screen, start, self.state, max_bytes=history) if history > 0 else None
 
     # -- events in ---------------------------------------------------------------------------
 
@@ -103,11 +109,15 @@ class PaneMachine:
         if data:
             self.last_output = t
             self.detector.feed(t, data)
+            if self.history is not None:
+                self.history.output(t, data)
         return self._flush([])
 
     def resize(self, t: float, cols: int, rows: int) -> list[StateChange]:
         self.last_output = t
         self.detector.resize(t, cols, rows)
+        if self.history is not None:
+            self.history.resize(t, self.screen.cols, self.screen.rows)
         return self._flush([])
 
     def report(self, t: float, report: Report) -> list[StateChange]:
@@ -117,6 +127,8 @@ class PaneMachine:
         if not t - REPORT_SKEW <= report.t <= t:  # stamped on another clock: it arrived just now
             report = replace(report, t=t)
         self.report_in_force = report
+        if self.history is not None:
+            self.history.report(report)
         self._report_key = screen_key(self.screen.snapshot())
         return self._flush(self._update(t))
 
@@ -143,14 +155,18 @@ class PaneMachine:
         self._observe_screen()
         return self._flush(self._update(t))
 
-    def exited(self, t: float, code: int | None) -> list[StateChange]:
-        """The pane's program ended (`code` None: it could not be reaped). Its last frame is judged
-        first; then the pane stays exited whatever comes."""
+    def exited(self, t: float, code: int | None, detail: str | None = None) -> list[StateChange]:
+        """The pane's program ended (`code` None: it could not be reaped), or the pane itself went
+        (`detail` says how: a closed tmux pane). Its last frame is judged first; then the pane stays
+        exited whatever comes."""
         if self.has_exited:
             return self._flush([])
         changes = self.check(t)
         self.exit_code, self.has_exited = code, True
-        detail = f"exit code {code}" if code is not None else "the command did not exit"
+        if self.history is not None:
+            self.history.exited(t, code)
+        if detail is None:
+            detail = f"exit code {code}" if code is not None else "the command did not exit"
         return self._flush(changes + self._set_state(t, PaneState("exited", "process", None, detail)))
 
     def check(self, t: float) -> list[StateChange]:
@@ -234,6 +250,8 @@ class PaneMachine:
         old, self.state = self.state, new
         if new.state == old.state:
             return []
+        if self.history is not None:
+            self.history.changed(t, new)
         return [StateChange(t, self.pane_id, old, new, self.agent)]
 
     def _flush(self, changes: list[StateChange]) -> list[StateChange]:

@@ -9,6 +9,9 @@
                                          # PANEWATCH_PANE/STATE/AGENT/PROMPT in its environment
     command_timeout = 10                 # seconds before a hanging command is killed
 
+    [tmux]
+    watch = "auto"                       # the daemon watches every tmux server of the user ("off": none)
+    new = "auto"                         # `panewatch new` opens a window in tmux when installed ("off": headless)
     [board]
     port = 0                             # the board's loopback TCP port; 0: any free port
                                          # (`serve --port N` and $PANEWATCH_BOARD_PORT override it)
@@ -48,6 +51,12 @@ class AgentsSettings:
 
 
 @dataclass(frozen=True)
+class TmuxSettings:
+    watch: str = "auto"  # "auto": the daemon watches every tmux server of the user; "off": none
+    new: str = "auto"  # "auto": `panewatch new` opens a window in tmux when tmux is installed; "off": headless
+
+
+@dataclass(frozen=True)
 class BoardSettings:
     port: int = 0  # 0: any free port
 
@@ -56,6 +65,7 @@ class BoardSettings:
 class Settings:
     notify: NotifySettings = field(default_factory=NotifySettings)
     agents: AgentsSettings = field(default_factory=AgentsSettings)
+    tmux: TmuxSettings = field(default_factory=TmuxSettings)
     board: BoardSettings = field(default_factory=BoardSettings)
     path: str = ""  # the file read; "" when only defaults apply
     warnings: tuple[str, ...] = ()
@@ -79,15 +89,32 @@ def load_settings(path: Path | None = None, *, strict: bool = False) -> Settings
         return _finish(path, {}, [f"{path}: not valid TOML ({exc}); using defaults"], strict)
     problems: list[str] = []
     for key in doc:
-        if key not in ("notify", "agents", "board"):
-            problems.append(f"{path}: {key}: unknown setting (known: notify, agents, board)")
+        if key not in ("notify", "agents", "tmux", "board"):
+            problems.append(f"{path}: {key}: unknown setting (known: notify, agents, tmux, board)")
     table = doc.get("notify", {})
     if not isinstance(table, dict):
         problems.append(f"{path}: notify: must be a table ([notify])")
         table = {}
     return _finish(path, _notify(table, path, problems), problems, strict, _agents(doc.get("agents", {}), path,
                                                                                      problems),
+                   _tmux(doc.get("tmux", {}), path, problems),
                    _board(doc.get("board", {}), path, problems))
+
+
+def _tmux(table: Any, path: Path, problems: list[str]) -> TmuxSettings:
+    if not isinstance(table, dict):
+        problems.append(f"{path}: tmux: must be a table ([tmux])")
+        return TmuxSettings()
+    for key in sorted(set(table) - {"watch", "new"}):
+        problems.append(f"{path}: tmux.{key}: unknown key (known: watch, new)")
+    values: dict[str, str] = {}
+    for key in ("watch", "new"):
+        value = table.get(key, "auto")
+        if value not in ("auto", "off"):
+            problems.append(f"{path}: tmux.{key}: must be \"auto\" or \"off\", got {value!r}; using \"auto\"")
+            value = "auto"
+        values[key] = value
+    return TmuxSettings(**values)
 
 
 def _agents(table: Any, path: Path, problems: list[str]) -> AgentsSettings:
@@ -118,10 +145,12 @@ def _board(table: Any, path: Path, problems: list[str]) -> BoardSettings:
 
 
 def _finish(path: Path, notify: dict[str, Any], problems: list[str], strict: bool,
-            agents: AgentsSettings | None = None, board: BoardSettings | None = None) -> Settings:
+            agents: AgentsSettings | None = None, tmux: TmuxSettings | None = None,
+            board: BoardSettings | None = None) -> Settings:
     if strict and problems:
         raise SettingsError(str(path), problems)
-    return Settings(NotifySettings(**notify), agents or AgentsSettings(), board or BoardSettings(), str(path),
+    return Settings(NotifySettings(**notify), agents or AgentsSettings(), tmux or TmuxSettings(),
+                    board or BoardSettings(), str(path),
                     tuple(problems))
 
 
