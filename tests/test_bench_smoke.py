@@ -26,7 +26,9 @@ def test_core_bench_pieces_run_on_small_inputs() -> None:
     rates = bench_core.ingest(bench_core.synthetic_log(200_000), 120, 32)
     assert set(rates) == {"raw", "screen", "detector"} and all(v > 0 for v in rates.values())
     cost = bench_core.classification_cost(120, 32, n=20)
-    assert cost["state"] == 1.0 and cost["snapshot_and_rules_us"] >= cost["rules_us"] > 0
+    # Both are timings: which is larger is up to the scheduler (one preemption inside the 20 rule runs
+    # made rules_us 2709 µs against 59 µs for the whole under two CPU burners). The bench prints them.
+    assert cost["state"] == 1.0 and cost["snapshot_and_rules_us"] > 0 and cost["rules_us"] > 0
 
 
 def test_live_experiment_short_run_produces_the_table() -> None:

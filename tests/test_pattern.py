@@ -55,6 +55,9 @@ def test_the_rewritten_patterns_are_the_shipped_ones() -> None:
     assert not any("\\b" in p for p in SHIPPED)
 
 
+# ~12 s of CPU (22 000 corpus texts × 61 patterns, under re and RE2): the default 120 s of wall time is not
+# enough on a shared 2-core machine with two CPU burners and other suites (seen: timed out at 120 s).
+@pytest.mark.timeout(600)
 def test_every_shipped_pattern_agrees_with_re_on_every_corpus_screen() -> None:
     regions = {r.region for m in MANIFESTS for r in m.rules if r.region.kind != "title"}
     texts: set[str] = set()

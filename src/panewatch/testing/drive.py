@@ -145,13 +145,21 @@ class PtyAgent:
         self.inputs.append((self.clock(), raw))
         self._write(raw)
 
-    def type(self, text: str, *, per_key: float = 0.01, enter: bool = True, settle: float = 0.3) -> None:
-        """Type like a person: one key at a time (fast input reads as a paste), then Enter."""
+    def type(self, text: str, *, per_key: float = 0.01, enter: bool = True, settle: float = 0.3,
+             echo_timeout: float = 15.0) -> None:
+        """Type like a person: one key at a time (fast input reads as a paste), then Enter.
+
+        Enter goes only once the CLI shows the end of the text: it has read those keys, so Enter reaches
+        it in a read of its own. (Sent after a fixed pause, a starved CLI read text and Enter together,
+        took them for a paste and left the prompt unsent: Gemini CLI 0.61.0 under two CPU burners.)"""
         for ch in text:
             self.write(ch)
             time.sleep(per_key)
         if enter:
-            time.sleep(settle)  # let the CLI see the text before Enter, or Enter joins the "paste"
+            tail = text.strip()[-12:]
+            if tail and self.wait_for(tail, echo_timeout) is None:
+                raise TimeoutError(f"typed text never showed ({tail!r}); screen:\n{self.text()}")
+            time.sleep(settle)  # and a person's pause before Enter
             self.write("\r")
 
     def resize(self, cols: int, rows: int) -> None:
