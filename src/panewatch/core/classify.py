@@ -92,6 +92,11 @@ def region_rows(snapshot: Snapshot, region: Region) -> tuple[int, list[str]]:
             if _RULE_ROW.match(rows[index]):
                 return index + 1, list(rows[index + 1 :])
         return 0, list(rows)  # no rule drawn (a fragment, a bare dialog): the whole screen is "below" it
+    if region.kind == "cursor":
+        # The row the cursor is on: a line REPL (Aider) waits for input on the row holding it; once the
+        # input is sent, the same text stays in the history with the cursor below it.
+        row = min(max(snapshot.cursor[1], 0), len(rows) - 1) if rows else 0
+        return row, list(rows[row:row + 1])
     raise ValueError(region.kind)
 
 
@@ -155,8 +160,9 @@ def _verdict(rule: Rule, span: tuple[int, int], first_row: int | None, data: byt
 
 
 def _judge(regions: _Regions, manifest: Manifest, quarantine: Quarantine | None,
-           trace: list[RuleTrace] | None) -> Verdict:
-    """First matching rule wins; no match means idle. Quarantined rules are skipped and named."""
+           trace: list[RuleTrace] | None, *, identified: bool = True) -> Verdict:
+    """First matching rule wins; no match means idle. Quarantined rules are skipped and named, and so
+    are rules marked `identified` when the agent is not known (`identified=False`)."""
     errors: list[str] = []
     agent = manifest.id
     # Hoisted: this loop is the hot path of every classification.
@@ -164,6 +170,8 @@ def _judge(regions: _Regions, manifest: Manifest, quarantine: Quarantine | None,
                                                                     quarantine.rules)
     started = clock() if clock is not None else 0.0
     for rule in manifest.rules:
+        if rule.identified and not identified:
+            continue
         if skip and (skipped := skip.get((agent, rule.id))) is not None:
             errors.append(skipped)
             if trace is not None:
@@ -204,7 +212,7 @@ def classify_unidentified(snapshot: Snapshot, manifests: list[Manifest],
     for manifest in manifests:
         if not manifest.verified:  # unverified rules are too loose to apply to an unknown screen
             continue
-        verdict = _judge(regions, manifest, quarantine, None)
+        verdict = _judge(regions, manifest, quarantine, None, identified=False)
         if verdict.error:
             errors.append(verdict.error)
         if verdict.rule is not None and urgency(verdict.state) < urgency(best.state):

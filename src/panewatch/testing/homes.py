@@ -104,7 +104,9 @@ def opencode_env(mock_url: str) -> dict[str, str]:
         "provider": {"anthropic": {"options": {"baseURL": mock_url.rstrip("/") + "/v1", "apiKey": API_KEY}}},
         "model": "anthropic/claude-sonnet-4-5", "small_model": "anthropic/claude-haiku-4-5",
         "autoupdate": False, "share": "disabled",
-        "permission": {"bash": "ask", "edit": "ask"},  # else it runs tools without asking
+        # bash/edit: else it runs tools without asking. external_directory: the mock's marker file is in /tmp,
+        # outside the workspace, which 1.18 asks about first ("Access external directory /tmp"): one dialog per tool.
+        "permission": {"bash": "ask", "edit": "ask", "external_directory": "allow"},
     }
     return {"OPENCODE_CONFIG_CONTENT": json.dumps(config), "OPENCODE_DISABLE_AUTOUPDATE": "1",
             "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_SHARE": "1",
@@ -208,10 +210,11 @@ def _repo_agents_dir() -> Path:
 
 
 def lock_hash(agents_dir: Path | None = None) -> str | None:
-    """The cache key scripts/install-agents uses (sha256 of package.json + lock, 16 hex digits)."""
+    """The cache key scripts/install-agents uses (sha256 of package.json + lock + Aider's pins, 16 hex digits)."""
     src = agents_dir or _repo_agents_dir()
     try:
-        data = (src / "package.json").read_bytes() + (src / "package-lock.json").read_bytes()
+        data = b"".join((src / name).read_bytes()
+                        for name in ("package.json", "package-lock.json", "aider-requirements.txt"))
     except OSError:
         return None
     return hashlib.sha256(data).hexdigest()[:16]
