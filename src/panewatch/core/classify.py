@@ -93,10 +93,14 @@ def region_rows(snapshot: Snapshot, region: Region) -> tuple[int, list[str]]:
                 return index + 1, list(rows[index + 1 :])
         return 0, list(rows)  # no rule drawn (a fragment, a bare dialog): the whole screen is "below" it
     if region.kind == "cursor":
-        # The row the cursor is on: a line REPL (Aider) waits for input on the row holding it; once the
-        # input is sent, the same text stays in the history with the cursor below it.
-        row = min(max(snapshot.cursor[1], 0), len(rows) - 1) if rows else 0
-        return row, list(rows[row:row + 1])
+        # What is left of the cursor on its row (blanks kept): a line REPL (Aider) waits for input right
+        # after its prompt or question; once the input is sent the same text stays in the history with
+        # the cursor below it, and text being streamed leaves the cursor at the row's far end.
+        if not rows:
+            return 0, [""]
+        col, row = snapshot.cursor
+        row = min(max(row, 0), len(rows) - 1)
+        return row, [rows[row].ljust(max(col, 0))[:max(col, 0)]]
     raise ValueError(region.kind)
 
 

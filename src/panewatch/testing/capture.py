@@ -139,8 +139,9 @@ PROFILES: dict[str, AgentProfile] = {
     ),
     "copilot": AgentProfile(
         "copilot", "copilot", "@github/copilot",
-        ready=("/ commands · ? help",),  # the footer at rest; while a turn runs: '● Working · … esc esc interrupt'
-        busy=("esc interrupt",),
+        ready=("· / commands",),  # the footer at rest
+        # The footer: '● Working esc esc edit prompt', then '● Working · 68 B esc esc interrupt'.
+        busy=("Working esc esc", "esc esc interrupt"),
         dialogs={"bash": ("Do you want to run this command?", 1),
                  "edit": ("Do you want to edit ", 1),
                  "write": ("Do you want to create ", 1),
@@ -354,7 +355,11 @@ def _drive(pane: PtyAgent, rec: _Recording, profile: AgentProfile, scenario: str
     rec.markers.append((clock(), "ready"))
     _settle(pane, quiet=0.5, limit=4.0)  # start-up draws a few more frames (status, tips)
     pane.type(f"SCN={scenario} DELAY={delay:g} run the scripted scenario", enter=False)
-    time.sleep(0.3)  # the CLI must see the text before Enter, or Enter joins the "paste"
+    # The CLI must have taken the text before Enter, or Enter joins the "paste" and is lost (Copilot under
+    # load echoes the text seconds later): wait for the echo, then a moment more.
+    if pane.wait_for("run the scripted scenario", STARTUP) is None:
+        raise fail("the typed prompt never showed")
+    time.sleep(0.3)
     rec.markers.append((clock(), "submitted"))
     pane.write("\r")
     final = final_literal(scenario)
