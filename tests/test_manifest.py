@@ -29,8 +29,8 @@ note = "the toy works"
 def test_bundled_manifests_load_cleanly() -> None:
     manifests = load_all()
     assert manifests.errors == []
-    assert {"claude", "codex", "gemini", "aider", "opencode", "cursor", "qwen"} <= set(manifests.manifests)
-    for agent_id in ("claude", "codex", "gemini", "qwen", "opencode", "aider"):
+    assert {"claude", "codex", "gemini", "aider", "opencode", "cursor", "qwen", "copilot"} <= set(manifests.manifests)
+    for agent_id in ("claude", "codex", "gemini", "qwen", "opencode", "aider", "copilot"):
         manifest = manifests.manifests[agent_id]
         assert manifest.verified and manifest.versions
         assert all(rule.note for rule in manifest.rules)

@@ -2,8 +2,8 @@
 
 Exactly the configuration ../shared/REAL-AGENTS.md lists: onboarding done, manual permission mode,
 trust accepted, no updates or telemetry. `prepare()` builds the home and returns what to launch.
-OpenCode, Copilot CLI, Qwen Code and Aider: the recipes observed in notes/agents-research.md; Qwen Code's
-is verified (pinned in tests/agents, corpus and e2e tests).
+OpenCode, Copilot CLI, Qwen Code and Aider: the recipes observed in notes/agents-research.md, verified
+since (pinned in tests/agents, corpus cases, e2e tests).
 """
 
 from __future__ import annotations
