@@ -30,7 +30,7 @@ from panewatch.testing.homes import find_agents_bin
 SKIP_ENV = "PANEWATCH_SKIP"
 SKIP_PREFIX = "PANEWATCH_SKIP="  # every skip this module makes starts so (the summary groups on it)
 # the bins of tests/agents/package.json the tests drive
-AGENT_CLIS = ("claude", "codex", "gemini", "claude-agent-acp", "codex-acp", "qwen")
+AGENT_CLIS = ("claude", "codex", "gemini", "claude-agent-acp", "codex-acp", "qwen", "opencode", "copilot", "aider")
 TMUX_MIN = (3, 2)  # control mode's pause-after flow control
 
 

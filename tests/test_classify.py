@@ -116,3 +116,20 @@ def test_unidentified_screen_still_surfaces_a_dialog(example: bytes) -> None:
     screen.feed(example)
     verdict = classify_unidentified(screen.snapshot(), MANIFESTS.list())
     assert verdict.state == "blocked" and verdict.rule == "claude/permission-question" and verdict.agent == ""
+
+
+def test_cursor_region_is_what_is_left_of_the_cursor() -> None:
+    """Aider's question is live only with the cursor right after it: a reply streaming the same words leaves
+    the cursor at the row's far end (seen live: rich writes the row, then moves on)."""
+    aider = load_all().get("aider")
+    assert aider is not None
+    question = "Should I add a regression test? (Y)es/(N)o [Yes]:"
+    waiting = Snapshot(rows=("> explain", question, ""), cursor=(len(question) + 1, 1), width=120)
+    streamed = Snapshot(rows=("> explain", question, ""), cursor=(119, 1), width=120)
+    typed = Snapshot(rows=("> explain", question + " n", ""), cursor=(len(question) + 2, 1), width=120)
+    assert classify(waiting, aider).state == "blocked"
+    assert classify(typed, aider).state == "blocked"  # a key typed, not yet sent
+    assert classify(streamed, aider).rule == "not-at-the-prompt"
+    prompt = Snapshot(rows=("Tokens: 1k sent", "> fix it", ""), cursor=(8, 1), width=120)
+    sent = Snapshot(rows=("Tokens: 1k sent", "> fix it", ""), cursor=(0, 2), width=120)
+    assert classify(prompt, aider).rule == "prompt" and classify(sent, aider).rule == "not-at-the-prompt"

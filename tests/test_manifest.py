@@ -29,12 +29,29 @@ note = "the toy works"
 def test_bundled_manifests_load_cleanly() -> None:
     manifests = load_all()
     assert manifests.errors == []
-    assert {"claude", "codex", "gemini", "aider", "opencode", "cursor"} <= set(manifests.manifests)
-    for agent_id in ("claude", "codex", "gemini"):
+    assert {"claude", "codex", "gemini", "aider", "opencode", "cursor", "qwen", "copilot"} <= set(manifests.manifests)
+    for agent_id in ("claude", "codex", "gemini", "qwen", "opencode", "aider", "copilot"):
         manifest = manifests.manifests[agent_id]
         assert manifest.verified and manifest.versions
         assert all(rule.note for rule in manifest.rules)
-    assert not manifests.manifests["aider"].verified
+    assert not manifests.manifests["cursor"].verified
+
+
+def test_an_identified_only_rule_never_speaks_for_an_unknown_screen() -> None:
+    """Aider's catch-all (the cursor off its prompt: working) fits any screen: it applies only once the
+    pane is known to be Aider."""
+    from panewatch.core.classify import classify, classify_unidentified
+    from panewatch.core.screen import Snapshot
+
+    manifests = load_all()
+    aider = manifests.manifests["aider"]
+    assert [r.id for r in aider.rules if r.identified] == ["not-at-the-prompt"]
+    shell = Snapshot(rows=("$ make", "building…", ""), cursor=(0, 2), width=80)
+    assert classify(shell, aider).rule == "not-at-the-prompt"
+    assert classify_unidentified(shell, manifests.list()).state == "idle"
+    with pytest.raises(ManifestError, match="`identified` must be true or false"):
+        load_manifest_text('[agent]\nid = "x"\n[[rules]]\nid = "r"\nstate = "idle"\nany = ["a"]\n'
+                           'identified = "yes"\nnote = "n"\n', "x.toml")
 
 
 def test_every_problem_is_reported_with_file_and_rule() -> None:

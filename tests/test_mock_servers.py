@@ -453,7 +453,8 @@ def test_homes_of_the_new_agents(tmp_path: Path) -> None:
     opencode = prepare("opencode", tmp_path / "o", url, bin_dir="/x")
     config = json.loads(opencode.env["OPENCODE_CONFIG_CONTENT"])
     assert config["provider"]["anthropic"]["options"]["baseURL"] == url + "/v1"
-    assert config["permission"] == {"bash": "ask", "edit": "ask"} and opencode.mock_kind == "anthropic"
+    assert config["permission"] == {"bash": "ask", "edit": "ask", "external_directory": "allow"}
+    assert opencode.mock_kind == "anthropic"
     assert opencode.env["OPENCODE_DISABLE_MODELS_FETCH"] == "1" and opencode.argv == ["/x/opencode"]
 
     copilot = prepare("copilot", tmp_path / "c", url)

@@ -14,7 +14,7 @@ from panewatch.core.prompt import ESC, Prompt, parse_prompt
 from panewatch.core.screen import Screen, Snapshot
 from panewatch.golden.cases import bundled_root
 
-AGENTS = {"claude-code": "claude", "codex": "codex", "gemini-cli": "gemini", "qwen-code": "qwen"}
+AGENTS = {"claude-code": "claude", "codex": "codex", "gemini-cli": "gemini", "qwen-code": "qwen", "aider": "aider"}
 
 
 @cache
@@ -112,6 +112,18 @@ def test_qwen_confirmation_without_its_scrollbar() -> None:
     assert [(o.label, o.kind) for o in edit.options] == [("Yes, allow once", "allow_once"),
                                                          ("Yes, allow always", "allow_always"),
                                                          ("No, suggest changes", "reject")]
+
+
+def test_aider_one_row_question_with_lettered_options() -> None:
+    prompt = last_prompt("aider/0.86.2/bash_120x32")
+    assert prompt.question == "Run shell command?"
+    assert summary(prompt) == [(1, "Yes", "allow_once", "y\r"), (2, "No", "reject", "n\r"),
+                               (3, "Don't ask again", "reject", "d\r")]
+    assert prompt.options[0].selected and "touch /tmp/panewatch_mock_x" in prompt.body
+    assert last_prompt("aider/0.86.2/edit_120x32").question == "Add file to the chat?"
+    # Not blocked, nor a question: an answered one in the history does not parse from the prompt row.
+    answered = Snapshot(rows=("Run shell command? (Y)es/(N)o [Yes]: y", "Running touch x", ">"), cursor=(2, 2))
+    assert parse_prompt(answered).options == []
 
 
 def test_the_verdict_row_is_optional() -> None:

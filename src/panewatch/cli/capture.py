@@ -60,7 +60,7 @@ def register(sub: Any) -> None:
                                    "server, drives the scenario, and writes ROOT/<agent>/<version>/<case>/"
                                    "{session.cast,truth.json}. The truth comes from the scenario, literal dialog "
                                    "strings and the mock's events, never from panewatch's classifier.")
-    p.add_argument("--agent", choices=("claude", "codex", "gemini", "qwen"))
+    p.add_argument("--agent", choices=("claude", "codex", "gemini", "qwen", "opencode", "copilot", "aider"))
     p.add_argument("--scenario",
                    help="bash, edit, write, plan, ask, multi, trap (what the agent supports), slow, text, "
                         "a comma-separated list, or 'all'")

@@ -92,6 +92,15 @@ def region_rows(snapshot: Snapshot, region: Region) -> tuple[int, list[str]]:
             if _RULE_ROW.match(rows[index]):
                 return index + 1, list(rows[index + 1 :])
         return 0, list(rows)  # no rule drawn (a fragment, a bare dialog): the whole screen is "below" it
+    if region.kind == "cursor":
+        # What is left of the cursor on its row (blanks kept): a line REPL (Aider) waits for input right
+        # after its prompt or question; once the input is sent the same text stays in the history with
+        # the cursor below it, and text being streamed leaves the cursor at the row's far end.
+        if not rows:
+            return 0, [""]
+        col, row = snapshot.cursor
+        row = min(max(row, 0), len(rows) - 1)
+        return row, [rows[row].ljust(max(col, 0))[:max(col, 0)]]
     raise ValueError(region.kind)
 
 
@@ -155,8 +164,9 @@ def _verdict(rule: Rule, span: tuple[int, int], first_row: int | None, data: byt
 
 
 def _judge(regions: _Regions, manifest: Manifest, quarantine: Quarantine | None,
-           trace: list[RuleTrace] | None) -> Verdict:
-    """First matching rule wins; no match means idle. Quarantined rules are skipped and named."""
+           trace: list[RuleTrace] | None, *, identified: bool = True) -> Verdict:
+    """First matching rule wins; no match means idle. Quarantined rules are skipped and named, and so
+    are rules marked `identified` when the agent is not known (`identified=False`)."""
     errors: list[str] = []
     agent = manifest.id
     # Hoisted: this loop is the hot path of every classification.
@@ -164,6 +174,8 @@ def _judge(regions: _Regions, manifest: Manifest, quarantine: Quarantine | None,
                                                                     quarantine.rules)
     started = clock() if clock is not None else 0.0
     for rule in manifest.rules:
+        if rule.identified and not identified:
+            continue
         if skip and (skipped := skip.get((agent, rule.id))) is not None:
             errors.append(skipped)
             if trace is not None:
@@ -204,7 +216,7 @@ def classify_unidentified(snapshot: Snapshot, manifests: list[Manifest],
     for manifest in manifests:
         if not manifest.verified:  # unverified rules are too loose to apply to an unknown screen
             continue
-        verdict = _judge(regions, manifest, quarantine, None)
+        verdict = _judge(regions, manifest, quarantine, None, identified=False)
         if verdict.error:
             errors.append(verdict.error)
         if verdict.rule is not None and urgency(verdict.state) < urgency(best.state):

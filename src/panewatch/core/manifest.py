@@ -21,7 +21,7 @@ from panewatch.core.pattern import Pattern, PatternError, compile_pattern
 from panewatch.core.states import SCREEN_STATES, ScreenState, screen_state, urgency
 from panewatch.errors import PanewatchError
 
-REGION_KINDS = ("screen", "title", "bottom", "top", "below_rule")
+REGION_KINDS = ("screen", "title", "bottom", "top", "below_rule", "cursor")
 
 
 class ManifestError(PanewatchError, ValueError):
@@ -44,7 +44,8 @@ class Region:
     def parse(spec: str) -> Region:
         kind, _, count = spec.partition(":")
         if kind not in REGION_KINDS:
-            raise ValueError(f"unknown region {spec!r} (use one of: screen, title, bottom:N, top:N, below_rule)")
+            raise ValueError(f"unknown region {spec!r} "
+                             "(use one of: screen, title, bottom:N, top:N, below_rule, cursor)")
         if kind in ("bottom", "top"):
             if not count.isdigit() or int(count) < 1:
                 raise ValueError(f"region {spec!r} needs a row count, e.g. {kind}:5")
@@ -66,6 +67,7 @@ class Rule:
     all: tuple[Pattern, ...]
     none: tuple[Pattern, ...]
     note: str
+    identified: bool = False  # applies only once the pane is known to be this agent (it fits any screen)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +109,7 @@ _AGENT_KEYS = {"id", "name", "processes", "versions", "verified", "detect_title"
                "packages"}
 # A version as CLIs print it: 2.1.332, 0.171.0, 1.0.0-beta.3 (compared as written, not as a range).
 VERSION_RE = re.compile(r"\d+(?:\.\d+)+(?:[-+][0-9A-Za-z][0-9A-Za-z.-]*)?")
-_RULE_KEYS = {"id", "state", "region", "any", "all", "none", "note"}
+_RULE_KEYS = {"id", "state", "region", "any", "all", "none", "note", "identified"}
 
 
 def parse_manifest(doc: dict[str, Any], source: str, origin: str = "bundled") -> Manifest:
@@ -174,7 +176,11 @@ def parse_manifest(doc: dict[str, Any], source: str, origin: str = "bundled") ->
         if not isinstance(note, str) or not note.strip():
             problems.append(f"{where}: missing `note` (say why the rule exists)")
             note = ""
-        rules.append(Rule(rule_id, state, region, any_, all_, none, str(note)))
+        identified = raw.get("identified", False)
+        if not isinstance(identified, bool):
+            problems.append(f"{where}: `identified` must be true or false")
+            identified = False
+        rules.append(Rule(rule_id, state, region, any_, all_, none, str(note), identified))
     processes, versions, packages = str_list("processes"), str_list("versions"), str_list("packages")
     for version in versions:
         if not VERSION_RE.fullmatch(version):

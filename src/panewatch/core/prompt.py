@@ -3,6 +3,7 @@
     Claude Code   ❯ 1. Yes / 2. Yes, and always allow … / 3. No          keys: the digits
     Codex CLI     › 1. Yes, proceed (y) / 2. … (p) / 3. No, and … (esc)  keys: y, p, ESC
     Gemini CLI    │ ● 1. Allow once / 2. Allow for this session / 3. No, suggest changes (esc) │
+    Aider         Run shell command? (Y)es/(N)o/(D)on't ask again [Yes]:           keys: y⏎, n⏎, d⏎ (one row)
 
 How it reads a screen (pure, visible rows only):
   * options: the numbered list 1, 2, 3 … (markers ❯ › ● stripped, box borders │ removed; up to
@@ -42,6 +43,9 @@ _KEY_HINT = re.compile(r"\s*\((?P<key>[a-zA-Z]|esc)\)$")
 _MAJOR_RULE = re.compile(r"^\s*[╭┌]?[─━═▔▄▀]{8,}[╮┐]?\s*$")
 _ANY_RULE = re.compile(r"^[─━═╌╍┄┅┈┉▔▄▀╭╮╰╯┌┐└┘\s]+$")
 _SPINNER = re.compile(r"[\u2800-\u28FF\u25D0-\u25D3]")
+# A line REPL's question on one row (Aider): the options are the letters in parentheses, typed with Enter.
+_INLINE = re.compile(r"^(?P<question>.*?)\s*(?P<options>\([A-Z]\)[^\[]*?)\s*\[(?P<default>[^\]]+)\]:\s*\S*$")
+_INLINE_OPTION = re.compile(r"\((?P<letter>[A-Z])\)(?P<rest>[^/]*)")
 _MAX_GAP = 3  # non-option rows allowed between two options
 _MAX_BLOCK = 30  # rows scanned above the options for the dialog's start
 
@@ -153,6 +157,8 @@ def parse_prompt(snapshot: Snapshot, verdict: Verdict | None = None) -> Prompt:
     rows = [row.rstrip() for row in snapshot.rows]
     vrow = verdict.row if verdict is not None else None
     runs = _option_runs(rows)
+    if not runs and (inline := _inline_prompt(rows, vrow)) is not None:
+        return inline
     below = [run for run in runs if vrow is not None and run[0][0] > vrow]
     run = below[0] if below else (runs[-1] if runs else [])
     options = [_make_option(m) for _, m in run]
@@ -188,3 +194,23 @@ def parse_prompt(snapshot: Snapshot, verdict: Verdict | None = None) -> Prompt:
             body_parts.append(text)
     digest = hashlib.sha256(_normalise(" ".join(canonical)).encode("utf-8", "surrogatepass")).hexdigest()
     return Prompt(question, options, digest[:16], _normalise(" ".join(body_parts)))
+
+
+def _inline_prompt(rows: list[str], vrow: int | None) -> Prompt | None:
+    """A one-row question with lettered options ('… (Y)es/(N)o [Yes]:'): on the verdict's row, else on the
+    last non-blank row. The rows above it up to a rule are its details (Aider prints the command there)."""
+    at = vrow if vrow is not None else max((i for i, row in enumerate(rows) if row.strip()), default=-1)
+    match = _INLINE.match(rows[at].strip()) if 0 <= at < len(rows) else None
+    if match is None:
+        return None
+    options = []
+    for number, opt in enumerate(_INLINE_OPTION.finditer(match["options"]), start=1):
+        label = (opt["letter"] + opt["rest"]).strip()
+        options.append(Option(number, label, _kind(label), opt["letter"].lower() + "\r",
+                              selected=label.casefold() == match["default"].casefold()))
+    start = _block_start(rows, at)
+    body = [_unbox(rows[i]) for i in range(start, at) if _unbox(rows[i]) and not _ANY_RULE.match(_unbox(rows[i]))]
+    question = _normalise(match["question"])
+    canonical = [*body, question, *(f"{o.number}. {o.label}" for o in options)]
+    digest = hashlib.sha256(_normalise(" ".join(canonical)).encode("utf-8", "surrogatepass")).hexdigest()
+    return Prompt(question, options, digest[:16], _normalise(" ".join(body)))

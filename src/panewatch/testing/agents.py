@@ -140,7 +140,8 @@ class LiveAgent:
     # -- driving -------------------------------------------------------------------------------
 
     def text(self) -> str:
-        return "\n".join(self.pane.snapshot().rows)
+        """The screen as the profiles' literals read it: every row ends with a newline."""
+        return "".join(row + "\n" for row in self.pane.snapshot().rows)
 
     def watch(self, literal: str) -> None:
         """Note the time of the output that first shows `literal` from now on."""
@@ -216,5 +217,6 @@ class LiveAgent:
     def truth(self) -> list[tuple[float, str]]:
         """The scenario's truth for this live run, derived like a capture's (never by our classifier)."""
         lit, dialogs = literals(self.profile, self.scenario)
-        timeline = derive_timeline(self.recording(), self.mock_events(), lit, dialogs)
+        timeline = derive_timeline(self.recording(), self.mock_events(), lit, dialogs,
+                                   after_reply=self.profile.questions_after_reply, line_repl=self.profile.line_repl)
         return [(float(e["t"]), str(e["state"])) for e in timeline]

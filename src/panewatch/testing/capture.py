@@ -36,8 +36,8 @@ from panewatch.testing.drive import PtyAgent
 from panewatch.testing.homes import MOCK_KIND, find_agents_bin, prepare
 from panewatch.testing.mock import MockServer
 
-STARTUP = 60.0  # a cold first start can be slow
-STEP = 45.0
+STARTUP = 90.0  # a cold first start can be slow (OpenCode 1.18: 30-50 s on a loaded machine)
+STEP = 90.0  # one scenario step; OpenCode 1.18 took 25 s from reply to dialog at load 15
 HOLD = 1.2  # seconds a dialog (and the final idle screen) stays up before the driver acts
 SCORING = ("At cast time t the expected state is the state of the last timeline entry with entry.t <= t. "
            "Entries with state 'ignore' are not scored. A detector is judged on the screen it could see: "
@@ -66,6 +66,9 @@ class AgentProfile:
     inline_args: tuple[str, ...] = ()
     inline_env: dict[str, str] = field(default_factory=dict)
     answers: dict[str, str] = field(default_factory=dict)  # per-scenario key, when not `answer`
+    python: bool = False  # a PyPI package in its own venv (install-agents), not an npm one
+    questions_after_reply: bool = False  # no tool calls: the agent asks after the model's final reply (Aider)
+    line_repl: bool = False  # Enter hands the line over: working from the frame after it (Aider)
 
 
 PROFILES: dict[str, AgentProfile] = {
@@ -122,6 +125,48 @@ PROFILES: dict[str, AgentProfile] = {
                  "slow": ("", 0)},  # a reply streamed over 6 s: a long working stretch
         answer="\r",  # the first option (Yes, allow once) is selected
     ),
+    "opencode": AgentProfile(
+        "opencode", "opencode", "opencode-ai",
+        # The composer's model line: drawn once the providers are loaded (keys typed before are lost).
+        ready=("Sonnet 4.5 (latest) Anthropic",),
+        busy=("esc interrupt",),
+        dialogs={"bash": ("△ Permission required", 1),
+                 "edit": ("△ Permission required", 1),
+                 "write": ("△ Permission required", 1),
+                 "multi": ("△ Permission required", 2),
+                 "trap": ("", 0),
+                 "slow": ("", 0)},
+        answer="\r",  # 'Allow once' is selected
+    ),
+    "copilot": AgentProfile(
+        "copilot", "copilot", "@github/copilot",
+        ready=("· / commands",),  # the footer at rest
+        # The footer: '● Working esc esc edit prompt', then '● Working · 68 B esc esc interrupt'.
+        busy=("Working esc esc", "esc esc interrupt"),
+        dialogs={"bash": ("Do you want to run this command?", 1),
+                 "edit": ("Do you want to edit ", 1),
+                 "write": ("Do you want to create ", 1),
+                 "multi": ("Do you want to run this command?", 2),
+                 "trap": ("", 0),
+                 "slow": ("", 0)},
+        answer="\r",  # '1. Yes' is selected
+    ),
+    "aider": AgentProfile(
+        "aider", "aider", "aider-chat",
+        # A line REPL: every question stays in the history once answered ('… [Yes]: y'), so the literals say
+        # "a whole row" ('\n': screen text ends every row with one). Ready: a row that is the '>' prompt
+        # alone; waiting: a question ending in '[Yes]:' with nothing typed after it.
+        ready=("\n>\n",),
+        busy=("Waiting for openai/",),
+        dialogs={"bash": ("[Yes]:\n", 1),
+                 "edit": ("[Yes]:\n", 1),
+                 "trap": ("", 0),
+                 "slow": ("", 0)},
+        answer="y\r",
+        python=True,
+        questions_after_reply=True,
+        line_repl=True,
+    ),
 }
 
 
@@ -136,12 +181,20 @@ def final_literal(scenario: str) -> str:
 
 
 def agent_version(agent: str, bin_dir: Path) -> str:
-    """The installed CLI's version: its npm package's metadata (found from the binary's real path, as
-    for a running agent: runtime/version.py), else its cached `--version`."""
+    """The installed CLI's version: for a Python one, its distribution in the venv install-agents made
+    beside node_modules; else its npm package's metadata (found from the binary's real path, as for a
+    running agent: runtime/version.py), else its cached `--version`."""
+    profile = PROFILES[agent]
+    if profile.python:
+        dist = profile.package.replace("-", "_")
+        found = sorted((bin_dir.parent.parent / agent / "lib").glob(f"python3*/site-packages/{dist}-*.dist-info"))
+        if not found:
+            raise CaptureError(f"cannot find the {profile.package} distribution under {bin_dir.parent.parent / agent}")
+        return found[0].name.removeprefix(f"{dist}-").removesuffix(".dist-info")
     binary = bin_dir / agent
-    version = package_version(binary, (PROFILES[agent].package,)) or VersionCache().version([str(binary)], binary)
+    version = package_version(binary, (profile.package,)) or VersionCache().version([str(binary)], binary)
     if version is None:
-        raise CaptureError(f"cannot tell the version of {binary}: no {PROFILES[agent].package} package.json "
+        raise CaptureError(f"cannot tell the version of {binary}: no {profile.package} package.json "
                            "above it and no version from `--version`")
     return version
 
@@ -244,7 +297,8 @@ def rederive(folder: Path) -> dict[str, Any]:
     declined = declines(profile, scenario, str(truth.get("answer_key", profile.answer)))
     try:
         truth["timeline"] = derive_timeline(read_cast(folder / "session.cast"), truth["mock_events"], lit, n_dialogs,
-                                            declined=declined)
+                                            declined=declined, after_reply=profile.questions_after_reply,
+                                            line_repl=profile.line_repl)
     except TruthError as exc:
         raise CaptureError(f"{folder}: {exc}") from exc
     path.write_text(json.dumps(truth, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -284,7 +338,8 @@ def _run(profile: AgentProfile, scenario: str, scratch: Path, *, cols: int, rows
         events = [{k: e.get(k) for k in ("t", "event", "step", "stop_reason", "tools")}
                   | {"t": round(float(e["t"]), 6)} for e in mock.events if e["event"] in ("request", "reply_sent")]
     timeline = derive_timeline(read_cast(scratch / "session.cast"), events, *literals(profile, scenario),
-                               declined=declines(profile, scenario, key))
+                               declined=declines(profile, scenario, key), after_reply=profile.questions_after_reply,
+                               line_repl=profile.line_repl)
     return {
         "agent": profile.agent, "agent_version": version, "case": case, "rows": rows, "cols": cols,
         "argv": [Path(launch.argv[0]).name, *launch.argv[1:]],
@@ -304,16 +359,16 @@ def _drive(pane: PtyAgent, rec: _Recording, profile: AgentProfile, scenario: str
     def fail(what: str) -> CaptureError:
         return CaptureError(f"{profile.agent}/{scenario}: {what}; screen:\n{pane.text()}")
 
-    if pane.wait_for(lambda s: any(r in s.text() for r in profile.ready), STARTUP) is None:
+    if pane.wait_for(lambda s: any(r in _text(s) for r in profile.ready), STARTUP) is None:
         raise fail("the composer never showed")
     rec.markers.append((clock(), "ready"))
     _settle(pane, quiet=0.5, limit=4.0)  # start-up draws a few more frames (status, tips)
     rec.markers.append((clock(), "settled"))  # the start-up is over: capture_truth's idle starts here
     pane.type(f"SCN={scenario} DELAY={delay:g} run the scripted scenario", enter=False)
-    # The CLI must have the text before Enter, or Enter joins the "paste": on a loaded machine the echo
-    # lags the keys, so wait for it to show, then a moment more.
-    if pane.wait_for("run the scripted scenario", 10.0) is None:
-        raise fail("the typed prompt never showed in the composer")
+    # The CLI must have taken the text before Enter, or Enter joins the "paste" and is lost (Copilot under
+    # load echoes the text seconds later): wait for the echo, then a moment more.
+    if pane.wait_for("run the scripted scenario", STARTUP) is None:
+        raise fail("the typed prompt never showed")
     time.sleep(0.3)
     rec.markers.append((clock(), "submitted"))
     pane.write("\r")
@@ -325,10 +380,10 @@ def _drive(pane: PtyAgent, rec: _Recording, profile: AgentProfile, scenario: str
         return _idle(text, profile, "" if declined and answered else final)
 
     while True:
-        snap = pane.wait_for(lambda s: (bool(literal) and literal in s.text()) or over(s.text()), STEP)
+        snap = pane.wait_for(lambda s: (bool(literal) and literal in _text(s)) or over(_text(s)), STEP)
         if snap is None:
             raise fail("neither a dialog nor the end of the turn showed")
-        if over(snap.text()) and not (literal and literal in snap.text()):
+        if over(_text(snap)) and not (literal and literal in _text(snap)):
             break
         if answered >= n_dialogs:
             raise fail(f"more dialogs than the {n_dialogs} the scenario makes")
@@ -340,7 +395,7 @@ def _drive(pane: PtyAgent, rec: _Recording, profile: AgentProfile, scenario: str
             if pane.wait_for(literal, STEP) is None:
                 raise fail("the dialog did not come back after the resize")
             time.sleep(hold)
-        before = pane.text()  # the dialog as answered (its first frame may still have been half drawn)
+        before = _text(pane.screen.snapshot())  # the dialog as answered (its first frame may have been half drawn)
         rec.markers.append((clock(), "answer"))
         if pane.answer(key, functools.partial(_same_dialog, seen=before, literal=literal), timeout=15) is None:
             raise fail(f"the dialog stayed after {key!r}")
@@ -349,15 +404,20 @@ def _drive(pane: PtyAgent, rec: _Recording, profile: AgentProfile, scenario: str
     time.sleep(hold)  # an idle stretch long enough to score
 
 
+def _text(snap: Snapshot) -> str:
+    """The screen as the literals read it: every row ends with a newline (capture_truth.frames too)."""
+    return snap.text() + "\n"
+
+
 def _same_dialog(snap: Snapshot, *, seen: str, literal: str) -> bool:
     """The dialog that was answered is still up (for `multi`, the next one differs in its command)."""
-    now = snap.text()
+    now = _text(snap)
     return literal in now and _dialog_block(now, literal) == _dialog_block(seen, literal)
 
 
 def _dialog_block(text: str, literal: str) -> str:
     rows = text.split("\n")
-    at = next((i for i, row in enumerate(rows) if literal in row), 0)
+    at = next((i for i, row in enumerate(rows) if literal.strip("\n") in row), 0)
     return "\n".join(rows[max(0, at - 8):at + 1])
 
 

@@ -6,7 +6,8 @@ What a capture knows for certain, and how each state's start is derived from it:
   appear and how many; the trap scenario makes none, so nothing in it can be blocked;
 * the **mock's events** on the cast's clock: `reply_sent` with `stop_reason` tool_use opens a window
   in which a dialog may show, the next `request` (the tool's result coming back) closes it; the
-  `end_turn` reply is the last thing the agent receives in the turn;
+  `end_turn` reply is the last thing the agent receives in the turn (Aider, which calls no tools,
+  asks its questions after it: for Aider that reply opens the window);
 * **literal strings** each agent prints (AgentProfile): the dialog's own question, a busy marker
   shown only while a turn runs, and the ready composer.
 
@@ -17,7 +18,8 @@ Replaying the cast's output on an emulated screen (the pane's view, frame by fra
              the last frame before that mark: a CLI may still animate after a short pause (Codex
              0.171.0 spins its title ~0.8 s after drawing the composer)
     idle     from that frame
-    working  from the first frame after the prompt's Enter that shows the busy marker
+    working  from the first frame after the prompt's Enter that shows the busy marker (a line REPL,
+             Aider: from the first frame after the Enter, which takes the line)
     blocked  from the first frame, inside a tool window, that shows the scenario's dialog question,
              to the first frame where it is gone (working again from there); a gap shorter than
              FLICKER between two such stretches is no gap (a redraw split across two reads)
@@ -67,7 +69,8 @@ def frames(cast: Cast) -> list[Frame]:
 
 
 def _text(snapshot: Snapshot) -> str:
-    return "\n".join(snapshot.rows)
+    # Every row ends with a newline, so a literal can say "at the end of a row" (Aider's '[Yes]:\n').
+    return "".join(row + "\n" for row in snapshot.rows)
 
 
 def _shows(text: str, literals: Iterable[str]) -> bool:
@@ -126,11 +129,17 @@ def dialog_stretches(shots: Sequence[Frame], windows: Sequence[tuple[float, floa
 
 
 def derive_timeline(cast: Cast, mock_events: Sequence[dict[str, Any]], lit: Literals,
-                    expected_dialogs: int, *, declined: bool = False) -> list[dict[str, Any]]:
+                    expected_dialogs: int, *, declined: bool = False, after_reply: bool = False,
+                    line_repl: bool = False) -> list[dict[str, Any]]:
     """The truth timeline [{t, state, note}] (see the module docstring). Raises TruthError.
 
     `declined`: the dialog was answered with a refusal, which may end the turn there (Claude's
     "No", Codex's and Gemini's Esc): without a final reply, idle starts once the dialog is gone.
+    `after_reply`: the agent makes no tool calls (Aider): its question (run this command? edit this
+    file?) can only come after the final reply, so that reply opens the one window.
+    `line_repl`: the agent reads a line (Aider): Enter hands it the prompt, and the frame drawn in
+    answer (the cursor leaves the prompt row; no text changes) starts working; the busy marker (its
+    spinner) only comes later, once the request is made.
     """
     shots = frames(cast)
     submitted = marker_time(cast, "submitted")
@@ -158,10 +167,17 @@ def derive_timeline(cast: Cast, mock_events: Sequence[dict[str, Any]], lit: Lite
     busy = next((f for f in shots if f.t >= submitted and _shows(f.text, lit.busy)), None)
     if busy is None:
         raise TruthError(f"the busy marker {lit.busy} never showed after the prompt")
-    timeline.append({"t": busy.t, "state": "working",
-                     "note": f"prompt submitted at {submitted:.3f}s; busy marker {_first(busy.text, lit.busy)!r}"})
+    taken = next((f for f in shots if f.t > submitted), busy) if line_repl else busy
+    timeline.append({"t": min(taken.t, busy.t), "state": "working",
+                     "note": f"prompt submitted at {submitted:.3f}s; " + (
+                         "the line taken (first frame after Enter)" if taken.t < busy.t
+                         else f"busy marker {_first(busy.text, lit.busy)!r}")})
 
-    stretches = dialog_stretches(shots, tool_windows(mock_events), lit.dialog, busy.t)
+    windows = tool_windows(mock_events)
+    if after_reply:  # no tool calls: the agent's questions come once the final reply is in
+        windows = [(float(e["t"]), float("inf")) for e in mock_events
+                   if e.get("event") == "reply_sent" and e.get("stop_reason") == "end_turn"][:1]
+    stretches = dialog_stretches(shots, windows, lit.dialog, busy.t)
     for on, off in stretches:
         timeline.append({"t": on, "state": "blocked", "note": "dialog drawn"})
         timeline.append({"t": off, "state": "working", "note": "dialog gone (answered)"})

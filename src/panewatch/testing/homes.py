@@ -2,8 +2,8 @@
 
 Exactly the configuration ../shared/REAL-AGENTS.md lists: onboarding done, manual permission mode,
 trust accepted, no updates or telemetry. `prepare()` builds the home and returns what to launch.
-OpenCode, Copilot CLI, Qwen Code and Aider: the recipes observed in notes/agents-research.md; Qwen Code's
-is verified (pinned in tests/agents, corpus and e2e tests).
+OpenCode, Copilot CLI, Qwen Code and Aider: the recipes observed in notes/agents-research.md, verified
+since (pinned in tests/agents, corpus cases, e2e tests).
 """
 
 from __future__ import annotations
@@ -106,7 +106,9 @@ def opencode_env(mock_url: str) -> dict[str, str]:
         "provider": {"anthropic": {"options": {"baseURL": mock_url.rstrip("/") + "/v1", "apiKey": API_KEY}}},
         "model": "anthropic/claude-sonnet-4-5", "small_model": "anthropic/claude-haiku-4-5",
         "autoupdate": False, "share": "disabled",
-        "permission": {"bash": "ask", "edit": "ask"},  # else it runs tools without asking
+        # bash/edit: else it runs tools without asking. external_directory: the mock's marker file is in /tmp,
+        # outside the workspace, which 1.18 asks about first ("Access external directory /tmp"): one dialog per tool.
+        "permission": {"bash": "ask", "edit": "ask", "external_directory": "allow"},
     }
     return {"OPENCODE_CONFIG_CONTENT": json.dumps(config), "OPENCODE_DISABLE_AUTOUPDATE": "1",
             "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_SHARE": "1",
@@ -211,10 +213,11 @@ def _repo_agents_dir() -> Path:
 
 
 def lock_hash(agents_dir: Path | None = None) -> str | None:
-    """The cache key scripts/install-agents uses (sha256 of package.json + lock, 16 hex digits)."""
+    """The cache key scripts/install-agents uses (sha256 of package.json + lock + Aider's pins, 16 hex digits)."""
     src = agents_dir or _repo_agents_dir()
     try:
-        data = (src / "package.json").read_bytes() + (src / "package-lock.json").read_bytes()
+        data = b"".join((src / name).read_bytes()
+                        for name in ("package.json", "package-lock.json", "aider-requirements.txt"))
     except OSError:
         return None
     return hashlib.sha256(data).hexdigest()[:16]

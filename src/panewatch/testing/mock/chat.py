@@ -125,9 +125,10 @@ def _send(ex: Exchange, body: dict[str, Any], reply: Reply) -> None:
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
 
     ex.start_sse()
-    chunk({"role": "assistant", "content": ""})
-    # SSE comments keep the stream alive while "thinking"; the SDKs' SSE readers skip them.
+    # SSE comments keep the stream alive while "thinking"; the SDKs' SSE readers skip them. The first data
+    # chunk comes after the thinking, as a real server's does: Aider stops its "Waiting for" spinner on it.
     ex.wait(reply.delay, lambda: ex.chunk(b": keepalive\n\n"))
+    chunk({"role": "assistant", "content": ""})
     text_pieces = pieces(reply.text, reply.stream_seconds) if reply.text else []
     for piece in text_pieces:
         chunk({"content": piece})
