@@ -11,7 +11,9 @@
      │    ├── NotBlockedError     not_blocked      answer() but no prompt is waiting; .state
      │    ├── PromptChangedError  prompt_changed   answer() but the prompt on screen is not the one the user
      │    │                                        saw; .expected (fingerprint), .prompt (the one now on screen)
-     │    └── UnknownOptionError  unknown_option   answer() names an option the prompt does not offer; .prompt
+     │    ├── UnknownOptionError  unknown_option   answer() names an option the prompt does not offer; .prompt
+     │    └── PaneInModeError     pane_in_mode     any write to a tmux pane showing a tmux mode (copy mode): keys
+     │                                             would drive the mode, not the program; .mode
      ├── SettingsError (ValueError)           config.toml problems, each naming the file and key; .problems
      ├── ManifestError (ValueError)           core/manifest.py: an unusable manifest; .path, .problems
      ├── PatternError (ValueError)            core/pattern.py: a rule pattern RE2 cannot run with re's meaning
@@ -21,6 +23,8 @@
      │    │                                   request; .kind is the wire name it sent, .data the reply
      │    ├── ConnectionLost      connection_lost
      │    └── DaemonNotRunning    no_daemon   board/client.py
+     ├── TmuxError                tmux        runtime/tmux.py: tmux is missing, or a server or command failed
+     │    └── TmuxVersionError    tmux_too_old     the tmux found is older than control mode panewatch needs
      ├── AlreadyRunning                       board/daemon.py: a daemon already serves this user
      ├── CaptureError (RuntimeError)          testing/capture.py: the run did not follow its scenario
      ├── TruthError (ValueError)              testing/capture_truth.py: no truth derivable from the recording
@@ -142,6 +146,35 @@ class UnknownOptionError(GuardError):
         self.option = option
         self.prompt = prompt
         super().__init__(f"no option {option!r} in this prompt:\n{_describe(prompt)}")
+
+
+class PaneInModeError(GuardError):
+    """The tmux pane shows a tmux mode (copy mode, a chooser): typed keys would drive that, not the program."""
+
+    wire_name = "pane_in_mode"
+
+    def __init__(self, pane: str = "", mode: str = "copy-mode") -> None:
+        self.mode = mode
+        where = f"tmux pane {pane}" if pane else "the tmux pane"
+        super().__init__(f"{where} is in {mode or 'a tmux mode'}: keys would go to tmux, not the program; nothing "
+                         "was typed (leave the mode, e.g. press q in it, then try again)")
+
+
+class TmuxError(PanewatchError):
+    """tmux is not installed, its server is gone, or a command to it failed."""
+
+    wire_name = "tmux"
+
+
+class TmuxVersionError(TmuxError):
+    """The tmux found is older than panewatch's control-mode client needs."""
+
+    wire_name = "tmux_too_old"
+
+    def __init__(self, found: str, minimum: str) -> None:
+        self.found = found
+        super().__init__(f"panewatch needs tmux {minimum} or newer (control-mode flow control, client flags); "
+                         f"found {found or 'an unknown version'}")
 
 
 class SettingsError(PanewatchError, ValueError):

@@ -143,14 +143,16 @@ class PaneMachine:
         self._observe_screen()
         return self._flush(self._update(t))
 
-    def exited(self, t: float, code: int | None) -> list[StateChange]:
-        """The pane's program ended (`code` None: it could not be reaped). Its last frame is judged
-        first; then the pane stays exited whatever comes."""
+    def exited(self, t: float, code: int | None, detail: str | None = None) -> list[StateChange]:
+        """The pane's program ended (`code` None: it could not be reaped), or the pane itself went
+        (`detail` says how: a closed tmux pane). Its last frame is judged first; then the pane stays
+        exited whatever comes."""
         if self.has_exited:
             return self._flush([])
         changes = self.check(t)
         self.exit_code, self.has_exited = code, True
-        detail = f"exit code {code}" if code is not None else "the command did not exit"
+        if detail is None:
+            detail = f"exit code {code}" if code is not None else "the command did not exit"
         return self._flush(changes + self._set_state(t, PaneState("exited", "process", None, detail)))
 
     def check(self, t: float) -> list[StateChange]:

@@ -13,25 +13,18 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
-import json
 import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
 from panewatch.core.cast import CastWriter
-from panewatch.core.classify import Verdict
-from panewatch.core.combine import PaneState, Report
-from panewatch.core.detector import PaneDetector
-from panewatch.core.machine import Foreground, PaneMachine, StateChange
 from panewatch.core.manifest import Manifest, ManifestError, ManifestSet, load_all
-from panewatch.core.policy import ChangeDrivenSchedule, PolicyConfig, Schedule
-from panewatch.core.screen import Screen, Snapshot
+from panewatch.core.policy import PolicyConfig, Schedule
 from panewatch.runtime import paths
-from panewatch.runtime.process import ForegroundTracker
+from panewatch.runtime.driver import PaneDriver
 from panewatch.runtime.pty import PtySession
 
 log = logging.getLogger("panewatch.runtime.live")
@@ -139,10 +132,7 @@ class ManifestWatcher:
         self._handle = asyncio.get_running_loop().call_later(self.interval, self._tick)
 
 
-Subscriber = Callable[[StateChange], None]
-
-
-class LivePane:
+class LivePane(PaneDriver):
     """One agent pane on the real clock. Create, then `start()` from inside the running loop."""
 
     def __init__(
@@ -166,39 +156,21 @@ class LivePane:
         wall: Callable[[], float] = time.time,
         tcattrs: list[Any] | None = None,
     ) -> None:
+        super().__init__(manifests or ManifestWatcher(), pane_id=pane_id, cols=cols, rows=rows, agent=agent,
+                         policy=policy, schedule=schedule, events=events, on_error=on_error, wall=wall)
         self.argv = list(argv)
-        self.pane_id = pane_id
-        self.pinned_agent = agent
         self.headless = headless
-        self.watcher = manifests or ManifestWatcher()
         self.on_output = on_output
-        # A recording or events log that failed: one message each; the pane itself goes on.
-        self.on_error = on_error or (lambda message: log.warning("%s", message))
-        self._wall = wall
         self._env, self._cwd, self._tcattrs = env, cwd, tcattrs
         self._cols, self._rows = cols, rows
-        # On the clock the loop will run (asyncio's is time.monotonic): a pane is made just before it starts.
-        # The timing policy: ours with `policy` by default, or e.g. a benchmark's FixedSweepSchedule.
-        made = time.monotonic()
-        self.machine = PaneMachine(self.watcher.current, cols, rows, pane_id=pane_id, agent=agent, start=made,
-                                   cost_clock=time.perf_counter,
-                                   schedule=(schedule or (lambda t: ChangeDrivenSchedule(policy, start=t)))(made))
-        self.tracker = ForegroundTracker()
         self.exit_code: int | None = None
-        self.changes = 0
-        self._record_fh, self._events_fh = record, events
+        self._record_fh = record
         self._cast: CastWriter | None = None
         self._decoders = {k: codecs.getincrementaldecoder("utf-8")("replace") for k in ("o", "i")}
-        self._subscribers: list[Subscriber] = []
         self._session: PtySession | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._due: asyncio.TimerHandle | None = None
-        self._due_at = float("inf")
         self._fg_handle: asyncio.TimerHandle | None = None
-        self._unwatch: Callable[[], None] | None = None
         self._exit_task: asyncio.Task[None] | None = None
         self._done: asyncio.Event | None = None
-        self._last_input = float("-inf")
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -219,10 +191,7 @@ class LivePane:
                 self._file_failed("the recording", self._record_fh, exc)
         self._done = asyncio.Event()
         self._session.start_reading()
-        self.watcher.start()
-        self._unwatch = self.watcher.subscribe(self._on_manifests)
-        self._emit(StateChange(now, self.pane_id, None, self.state, self.agent))
-        self._arm()
+        self._start_driving(loop)
         self._fg_handle = loop.call_later(0, self._poll_foreground)
         self._exit_task = loop.create_task(self._watch_exit())
 
@@ -268,15 +237,10 @@ class LivePane:
             self._done.set()
 
     def _stop_timers(self) -> None:
-        for handle in (self._due, self._fg_handle):
-            if handle is not None:
-                handle.cancel()
-        self._due = self._fg_handle = None
-        self._due_at = float("inf")
-        if self._unwatch is not None:
-            self._unwatch()
-            self._unwatch = None
-            self.watcher.stop()
+        if self._fg_handle is not None:
+            self._fg_handle.cancel()
+        self._fg_handle = None
+        self._stop_driving()
 
     async def _watch_exit(self) -> None:
         assert self._session is not None and self._loop is not None
@@ -303,8 +267,7 @@ class LivePane:
         now = self._loop.time()
         if self.on_output is not None:
             self.on_output(data)  # the user's terminal first: detection must not add latency to it
-        self._publish(self.machine.output(now, data))
-        self._arm()
+        self._feed(now, data)
         if self._session is not None:
             self._foreground_changed(now, self._session.foreground_pgid())
         self._record(now, "o", data)
@@ -319,20 +282,6 @@ class LivePane:
             self._last_input = self._loop.time()
             self._record(self._last_input, "i", data)
 
-    def clock(self) -> float:
-        """The pane's clock: its loop's (`last_output`, `last_input` and state changes' `t` are on it)."""
-        return self._loop.time() if self._loop is not None else time.monotonic()
-
-    @property
-    def last_output(self) -> float:
-        """When output was last fed to the screen (a resize counts: the agent redraws after it)."""
-        return self.machine.last_output
-
-    @property
-    def last_input(self) -> float:
-        """When bytes were last written to the pane as input (the guard's, or `run`'s key pump)."""
-        return self._last_input
-
     def resize(self, cols: int, rows: int) -> None:
         if (cols, rows) == (self._cols, self._rows) or self._loop is None:
             return
@@ -340,8 +289,7 @@ class LivePane:
         now = self._loop.time()
         if self._session is not None:
             self._session.resize(cols, rows)
-        self._publish(self.machine.resize(now, cols, rows))
-        self._arm()
+        self._resize_machine(now, cols, rows)
         self._record(now, "r", f"{cols}x{rows}")
 
     def _record(self, now: float, kind: str, data: bytes | str) -> None:
@@ -357,77 +305,6 @@ class LivePane:
             self._cast = None
             self._file_failed("the recording", self._record_fh, exc)
 
-    def _file_failed(self, what: str, fh: IO[str] | None, exc: Exception) -> None:
-        name = getattr(fh, "name", None)
-        where = f" ({name})" if isinstance(name, str) else ""
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        self.on_error(f"panewatch: {what}{where} stopped: {reason}; the pane and its detection went on")
-
-    # -- detection: the machine's, on this loop's timers --------------------------------------
-
-    def _arm(self) -> None:
-        """(Re)arm the one detection timer at the machine's next due time."""
-        if self._loop is None or self.exit_code is not None:
-            return
-        due = self.machine.next_due()
-        if self._due is not None and due >= self._due_at:
-            return
-        if self._due is not None:
-            self._due.cancel()
-        self._due_at = due
-        self._due = self._loop.call_at(due, self._on_due)
-
-    def _on_due(self) -> None:
-        assert self._loop is not None
-        self._due, self._due_at = None, float("inf")
-        self._publish(self.machine.tick(self._loop.time()))
-        self._arm()
-
-    def classify_now(self) -> PaneState:
-        """Re-classify the screen now, whatever the schedule says, and return the combined state: the
-        input guard checks this way (a prompt a hook reported before it was drawn, or an agent that
-        exited, must refuse input too). The screen's own verdict is then `self.verdict`."""
-        now = self.clock()
-        if self._session is not None:
-            self._foreground_changed(now, self._session.foreground_pgid())
-        self._publish(self.machine.check(now))
-        return self.state
-
-    @property
-    def state(self) -> PaneState:
-        return self.machine.state
-
-    @property
-    def verdict(self) -> Verdict:
-        return self.machine.verdict
-
-    @property
-    def agent(self) -> str | None:
-        return self.machine.agent
-
-    @property
-    def screen(self) -> Screen:
-        return self.machine.screen
-
-    @property
-    def detector(self) -> PaneDetector:
-        return self.machine.detector
-
-    @property
-    def report_in_force(self) -> Report | None:
-        return self.machine.report_in_force
-
-    @property
-    def foreground(self) -> Foreground | None:
-        return self.tracker.current
-
-    def snapshot(self) -> Snapshot:
-        return self.screen.snapshot()
-
-    def _on_manifests(self) -> None:
-        if self._loop is not None and self.exit_code is None:
-            self._publish(self.machine.manifests_changed(self._loop.time()))
-
     def _poll_foreground(self) -> None:
         assert self._loop is not None
         self._fg_handle = None
@@ -439,36 +316,8 @@ class LivePane:
     def _foreground_changed(self, now: float, pgid: int | None) -> None:
         assert self._session is not None
         if self.tracker.poll(now, pgid, self._session.pid, self.watcher.current()):
-            self._publish(self.machine.foreground(now, self.tracker.current))
+            self._set_foreground(now, self.tracker.current)
 
-    def report(self, report: Report) -> None:
-        """A hook or ACP report about this pane (on this loop's clock, else taken as arriving now)."""
-        if self._loop is not None:
-            self._publish(self.machine.report(self._loop.time(), report))
-
-    # -- publishing ------------------------------------------------------------------------------
-
-    def _publish(self, changes: list[StateChange]) -> None:
-        for change in changes:
-            self._emit(change)
-
-    def _emit(self, change: StateChange) -> None:
-        self.changes += 1
-        change = replace(change, wall=self._wall())
-        for callback in list(self._subscribers):
-            try:
-                callback(change)
-            except Exception:  # one bad subscriber must not stop detection or the others
-                log.exception("state subscriber failed")
-        if self._events_fh is not None:  # last, like the recording
-            try:
-                self._events_fh.write(json.dumps(change.as_json(), ensure_ascii=False) + "\n")
-                self._events_fh.flush()
-            except (OSError, ValueError) as exc:
-                fh, self._events_fh = self._events_fh, None
-                self._file_failed("the events log", fh, exc)
-
-    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
-        """`callback(change)` on every state change; returns the function that unsubscribes."""
-        self._subscribers.append(callback)
-        return lambda: self._subscribers.remove(callback) if callback in self._subscribers else None
+    def _refresh_foreground(self, now: float) -> None:
+        if self._session is not None:
+            self._foreground_changed(now, self._session.foreground_pgid())

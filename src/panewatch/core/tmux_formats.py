@@ -1,0 +1,108 @@
+"""tmux formats panewatch asks for, and what their answers mean. Pure.
+
+* `PANE_FORMAT`, `parse_pane`: one line per pane (`list-panes -a -F` / `display-message -p`) →
+  `PaneInfo` (ids, target, size, cursor, alternate screen, mode, tty, pid, current command, title);
+  the free-text fields come last so that a tab in a title cannot shift the others.
+* `parse_layout`: a `%layout-change` layout → each pane's size, without asking tmux.
+* `parse_version`: `tmux -V` → (major, minor); `MIN_VERSION` is what panewatch needs (pause-after,
+  client flags on attach).
+* `seed_bytes`: tmux's view of a pane (`capture-pane -p -e -N`, its cursor and title) → bytes that
+  draw the same screen into a fresh Screen, so a pane already showing a dialog is judged at once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+MIN_VERSION = (3, 2)
+
+_FIELDS = ("session_id", "window_id", "pane_id", "window_index", "pane_index", "pane_width", "pane_height",
+           "cursor_x", "cursor_y", "cursor_flag", "alternate_on", "pane_in_mode", "pane_dead", "pane_pid",
+           "pane_tty", "pane_current_command", "session_name", "window_name", "pane_title")
+PANE_FORMAT = "\t".join("#{" + name + "}" for name in _FIELDS)
+
+
+@dataclass(frozen=True, slots=True)
+class PaneInfo:
+    session_id: str  # "$0"
+    window_id: str  # "@1"
+    pane_id: str  # "%3"
+    window_index: int
+    pane_index: int
+    cols: int
+    rows: int
+    cursor_x: int
+    cursor_y: int
+    cursor_visible: bool
+    alternate_on: bool
+    in_mode: bool  # copy mode (or another tmux mode) is showing in the pane
+    dead: bool  # remain-on-exit: the program ended, the pane stays
+    pid: int
+    tty: str
+    current_command: str
+    session_name: str
+    window_name: str
+    title: str
+
+    @property
+    def target(self) -> str:
+        """`session:window.pane`, what a user types after `-t`."""
+        return f"{self.session_name}:{self.window_index}.{self.pane_index}"
+
+
+def _int(value: str) -> int:
+    return int(value) if value.lstrip("-").isdigit() else 0
+
+
+def parse_pane(line: bytes | str) -> PaneInfo | None:
+    """One `PANE_FORMAT` line; None for a line that is not one."""
+    text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+    values = text.split("\t", len(_FIELDS) - 1)
+    if len(values) != len(_FIELDS) or not values[2].startswith("%") or not values[0].startswith("$"):
+        return None
+    v = dict(zip(_FIELDS, values, strict=True))
+    return PaneInfo(v["session_id"], v["window_id"], v["pane_id"], _int(v["window_index"]), _int(v["pane_index"]),
+                    max(1, _int(v["pane_width"])), max(1, _int(v["pane_height"])), _int(v["cursor_x"]),
+                    _int(v["cursor_y"]), v["cursor_flag"] != "0", v["alternate_on"] == "1",
+                    v["pane_in_mode"] not in ("", "0"), v["pane_dead"] == "1", _int(v["pane_pid"]), v["pane_tty"],
+                    v["pane_current_command"], v["session_name"], v["window_name"], v["pane_title"])
+
+
+_CELL = re.compile(r"(\d+)x(\d+),\d+,\d+(?:,(\d+))?")
+
+
+def parse_layout(layout: str) -> dict[str, tuple[int, int]]:
+    """Pane id ("%3") → (cols, rows) from a window layout such as
+    `b25f,160x40,0,0{80x40,0,0,1,79x40,81,0[79x20,81,0,2,79x19,81,21,3]}`. Garbage gives {}."""
+    _, _, body = layout.partition(",")
+    sizes: dict[str, tuple[int, int]] = {}
+    for match in _CELL.finditer(body):
+        if match.group(3) is not None:
+            sizes["%" + match.group(3)] = (int(match.group(1)), int(match.group(2)))
+    return sizes
+
+
+def parse_version(text: str) -> tuple[int, int] | None:
+    """`tmux 3.3a` → (3, 3); `tmux next-3.4` → (3, 4); `tmux master` → None (unknown: assume new)."""
+    match = re.search(r"(\d+)\.(\d+)", text)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def seed_bytes(info: PaneInfo, rows: Sequence[bytes]) -> bytes:
+    """Bytes that draw `rows` (`capture-pane -p -e -N`: each visible row with its SGR attributes) on a
+    fresh screen of the pane's size: the alternate screen if the pane is on it, the title, the cursor."""
+    out = bytearray(b"\x1bc")  # a full reset: whatever the screen held before is gone
+    if info.alternate_on:
+        out += b"\x1b[?1049h"
+    if info.title:
+        out += b"\x1b]2;" + info.title.encode("utf-8", "replace").replace(b"\x07", b"").replace(b"\x1b", b"") + b"\x07"
+    for y, row in enumerate(rows[: info.rows]):
+        # Each row placed absolutely: a full-width row leaves a pending wrap, never a scroll.
+        # No reset between rows: tmux writes each row's attributes relative to where the last row left them.
+        out += b"\x1b[%d;1H" % (y + 1) + row.rstrip(b"\r\n")
+    out += b"\x1b[0m\x1b[%d;%dH" % (info.cursor_y + 1, info.cursor_x + 1)
+    if not info.cursor_visible:
+        out += b"\x1b[?25l"
+    return bytes(out)

@@ -1,0 +1,225 @@
+"""PaneDriver: a PaneMachine on the real clock, whatever the pane's bytes come from.
+
+The part of a live pane that is the same for every source (a PTY we spawned: runtime/live.py
+`LivePane`; a tmux pane seen through control mode: runtime/tmux_watch.py `TmuxPane`): one timer
+re-armed to the machine's next due time, reports and manifest reloads passed on, the state changes
+the machine returns published (stamped with unix time) to subscribers and the events log. A source
+subclasses it, moves bytes in with `_feed`, tells it about the foreground, and writes input its own way.
+Everything runs on one asyncio loop; what the state is is decided in core.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import IO, Protocol
+
+from panewatch.core.classify import Verdict
+from panewatch.core.combine import PaneState, Report
+from panewatch.core.detector import PaneDetector
+from panewatch.core.machine import Foreground, PaneMachine, StateChange
+from panewatch.core.manifest import Manifest
+from panewatch.core.policy import ChangeDrivenSchedule, PolicyConfig, Schedule
+from panewatch.core.screen import Screen, Snapshot
+from panewatch.runtime.process import ForegroundTracker
+
+log = logging.getLogger("panewatch.runtime.live")
+
+Subscriber = Callable[[StateChange], None]
+
+
+class Manifests(Protocol):
+    """What a driver needs of the manifests in force (runtime/live.py `ManifestWatcher`)."""
+
+    def current(self) -> list[Manifest]: ...
+    def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+
+
+class PaneDriver:
+    """The machine, its timer and its subscribers. `_loop` is set by the source's `start()`."""
+
+    def __init__(self, watcher: Manifests, *, pane_id: str, cols: int, rows: int, agent: str | None = None,
+                 policy: PolicyConfig | None = None, schedule: Callable[[float], Schedule] | None = None,
+                 events: IO[str] | None = None, on_error: Callable[[str], None] | None = None,
+                 wall: Callable[[], float] = time.time) -> None:
+        self.pane_id = pane_id
+        self.pinned_agent = agent
+        self.watcher = watcher
+        # A recording or events log that failed: one message each; the pane itself goes on.
+        self.on_error = on_error or (lambda message: log.warning("%s", message))
+        self._wall = wall
+        # On the clock the loop will run (asyncio's is time.monotonic): a pane is made just before it starts.
+        # The timing policy: ours with `policy` by default, or e.g. a benchmark's FixedSweepSchedule.
+        made = time.monotonic()
+        self.machine = PaneMachine(watcher.current, cols, rows, pane_id=pane_id, agent=agent, start=made,
+                                   cost_clock=time.perf_counter,
+                                   schedule=(schedule or (lambda t: ChangeDrivenSchedule(policy, start=t)))(made))
+        self.tracker = ForegroundTracker()
+        self.changes = 0
+        self._events_fh = events
+        self._subscribers: list[Subscriber] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._due: asyncio.TimerHandle | None = None
+        self._due_at = float("inf")
+        self._unwatch: Callable[[], None] | None = None
+        self._last_input = float("-inf")
+
+    # -- lifetime (for the source) -------------------------------------------------------------
+
+    def _start_driving(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Watch the manifests, publish the first state, arm the timer."""
+        self._loop = loop
+        self.watcher.start()
+        self._unwatch = self.watcher.subscribe(self._on_manifests)
+        self._emit(StateChange(loop.time(), self.pane_id, None, self.state, self.agent))
+        self._arm()
+
+    def _stop_driving(self) -> None:
+        if self._due is not None:
+            self._due.cancel()
+        self._due = None
+        self._due_at = float("inf")
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None
+            self.watcher.stop()
+
+    def _feed(self, now: float, data: bytes) -> None:
+        """Bytes the pane's program wrote, into the machine (then the timer follows its due time)."""
+        self._publish(self.machine.output(now, data))
+        self._arm()
+
+    def _resize_machine(self, now: float, cols: int, rows: int) -> None:
+        self._publish(self.machine.resize(now, cols, rows))
+        self._arm()
+
+    def _refresh_foreground(self, now: float) -> None:
+        """Look at who holds the pane now (the source knows how); called before an input check."""
+
+    # -- detection: the machine's, on this loop's timers ------------------------------------------
+
+    def _arm(self) -> None:
+        """(Re)arm the one detection timer at the machine's next due time."""
+        if self._loop is None or self.machine.has_exited:
+            return
+        due = self.machine.next_due()
+        if self._due is not None and due >= self._due_at:
+            return
+        if self._due is not None:
+            self._due.cancel()
+        self._due_at = due
+        if due != float("inf"):
+            self._due = self._loop.call_at(due, self._on_due)
+
+    def _on_due(self) -> None:
+        assert self._loop is not None
+        self._due, self._due_at = None, float("inf")
+        self._publish(self.machine.tick(self._loop.time()))
+        self._arm()
+
+    def classify_now(self) -> PaneState:
+        """Re-classify the screen now, whatever the schedule says, and return the combined state: the
+        input guard checks this way (a prompt a hook reported before it was drawn, or an agent that
+        exited, must refuse input too). The screen's own verdict is then `self.verdict`."""
+        now = self.clock()
+        self._refresh_foreground(now)
+        self._publish(self.machine.check(now))
+        return self.state
+
+    def _set_foreground(self, now: float, fg: Foreground | None) -> None:
+        self._publish(self.machine.foreground(now, fg))
+
+    def _on_manifests(self) -> None:
+        if self._loop is not None and not self.machine.has_exited:
+            self._publish(self.machine.manifests_changed(self._loop.time()))
+
+    def report(self, report: Report) -> None:
+        """A hook or ACP report about this pane (on this loop's clock, else taken as arriving now)."""
+        if self._loop is not None:
+            self._publish(self.machine.report(self._loop.time(), report))
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def clock(self) -> float:
+        """The pane's clock: its loop's (`last_output`, `last_input` and state changes' `t` are on it)."""
+        return self._loop.time() if self._loop is not None else time.monotonic()
+
+    @property
+    def last_output(self) -> float:
+        """When output was last fed to the screen (a resize counts: the agent redraws after it)."""
+        return self.machine.last_output
+
+    @property
+    def last_input(self) -> float:
+        """When bytes were last written to the pane as input (the guard's, or `run`'s key pump)."""
+        return self._last_input
+
+    @property
+    def state(self) -> PaneState:
+        return self.machine.state
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.machine.verdict
+
+    @property
+    def agent(self) -> str | None:
+        return self.machine.agent
+
+    @property
+    def screen(self) -> Screen:
+        return self.machine.screen
+
+    @property
+    def detector(self) -> PaneDetector:
+        return self.machine.detector
+
+    @property
+    def report_in_force(self) -> Report | None:
+        return self.machine.report_in_force
+
+    @property
+    def foreground(self) -> Foreground | None:
+        return self.tracker.current
+
+    def snapshot(self) -> Snapshot:
+        return self.screen.snapshot()
+
+    # -- publishing ------------------------------------------------------------------------------
+
+    def _publish(self, changes: list[StateChange]) -> None:
+        for change in changes:
+            self._emit(change)
+
+    def _emit(self, change: StateChange) -> None:
+        self.changes += 1
+        change = replace(change, wall=self._wall())
+        for callback in list(self._subscribers):
+            try:
+                callback(change)
+            except Exception:  # one bad subscriber must not stop detection or the others
+                log.exception("state subscriber failed")
+        if self._events_fh is not None:  # last, like the recording
+            try:
+                self._events_fh.write(json.dumps(change.as_json(), ensure_ascii=False) + "\n")
+                self._events_fh.flush()
+            except (OSError, ValueError) as exc:
+                fh, self._events_fh = self._events_fh, None
+                self._file_failed("the events log", fh, exc)
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """`callback(change)` on every state change; returns the function that unsubscribes."""
+        self._subscribers.append(callback)
+        return lambda: self._subscribers.remove(callback) if callback in self._subscribers else None
+
+    def _file_failed(self, what: str, fh: IO[str] | None, exc: Exception) -> None:
+        name = getattr(fh, "name", None)
+        where = f" ({name})" if isinstance(name, str) else ""
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        self.on_error(f"panewatch: {what}{where} stopped: {reason}; the pane and its detection went on")

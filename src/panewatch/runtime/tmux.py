@@ -1,0 +1,255 @@
+"""tmux servers and control-mode connections to them, on the asyncio loop.
+
+`TmuxServer`: which server (the default socket, `-L NAME`, `-S PATH`, the one in `$TMUX`), how to run
+one-off commands against it, its version (older than MIN_VERSION: `TmuxVersionError`, naming the
+minimum), and the sockets of the user's servers (for the daemon's `[tmux] watch = "auto"`).
+
+`ControlClient`: one long-lived `tmux -C attach-session` to one session. It never takes part in window
+sizing (`ignore-size`), cannot change anything by its own keys (`read-only`: our commands still run),
+does not apply update-environment on attach (`-E`), and asks for flow control (`pause-after`): tmux
+pauses a pane we lag on instead of buffering without bound. Its reader task only parses and hands
+events on (`on_event`, in tmux's order, replies matched to commands in order); it never waits on
+anything else, so tmux never waits on us. A reply handler passed to `send` runs inside that order:
+it sees the reply before any later `%output` is handed on (a seed and the output after it line up).
+When the server or the session goes, pending commands fail with TmuxError and `closed` is set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import stat
+import subprocess
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from panewatch.core.tmux_formats import MIN_VERSION, parse_version
+from panewatch.core.tmux_protocol import ControlParser, Event, Notification, Reply, command
+from panewatch.errors import TmuxError, TmuxVersionError
+
+log = logging.getLogger("panewatch.runtime.tmux")
+
+PAUSE_AFTER = 2  # seconds of lag before tmux pauses a pane for us (we then resync it from its screen)
+COMMAND_TIMEOUT = 5.0
+READ_SIZE = 256 * 1024
+
+ReplyHandler = Callable[[Reply], None]
+
+
+@dataclass(frozen=True, slots=True)
+class TmuxServer:
+    """One tmux server: `socket_name` (-L), `socket_path` (-S), or neither (the default socket)."""
+
+    socket_name: str | None = None
+    socket_path: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> TmuxServer | None:
+        """The server of the tmux we run inside (`$TMUX` = socket,pid,session), if any."""
+        value = (os.environ if env is None else env).get("TMUX", "")
+        path = value.split(",")[0]
+        return cls(socket_path=path) if path else None
+
+    def args(self) -> list[str]:
+        if self.socket_path:
+            return ["-S", self.socket_path]
+        if self.socket_name:
+            return ["-L", self.socket_name]
+        return []
+
+    @property
+    def label(self) -> str:
+        """How the user names it: `default`, `-L NAME`, or the socket path."""
+        if self.socket_path:
+            return self.socket_path
+        return f"-L {self.socket_name}" if self.socket_name else "default"
+
+    def argv(self, *args: str) -> list[str]:
+        return [tmux_binary(), *self.args(), *args]
+
+    async def run(self, *args: str, timeout: float = COMMAND_TIMEOUT) -> list[str]:
+        """A one-off command (for when no control client is attached): its stdout lines; TmuxError if it failed."""
+        proc = await asyncio.create_subprocess_exec(*self.argv(*args), stdin=subprocess.DEVNULL,
+                                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), timeout)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            raise TmuxError(f"tmux {' '.join(args[:1])} did not answer within {timeout:g} s") from None
+        if proc.returncode != 0:
+            raise TmuxError(err.decode("utf-8", "replace").strip() or f"tmux exited {proc.returncode}")
+        return out.decode("utf-8", "replace").splitlines()
+
+
+def tmux_binary() -> str:
+    found = shutil.which("tmux")
+    if found is None:
+        raise TmuxError("tmux is not installed (panewatch watches tmux panes through tmux itself)")
+    return found
+
+
+def check_version() -> tuple[int, int] | None:
+    """The installed tmux's version; TmuxVersionError below MIN_VERSION (unknown, e.g. `master`: accepted)."""
+    try:
+        text = subprocess.run([tmux_binary(), "-V"], capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise TmuxError(f"tmux -V failed: {exc}") from None
+    version = parse_version(text)
+    if version is not None and version < MIN_VERSION:
+        raise TmuxVersionError(text, ".".join(map(str, MIN_VERSION)))
+    return version
+
+
+def socket_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where tmux keeps this user's sockets: `$TMUX_TMPDIR/tmux-UID` (else /tmp)."""
+    base = (os.environ if env is None else env).get("TMUX_TMPDIR") or "/tmp"
+    return Path(base) / f"tmux-{os.getuid()}"
+
+
+def user_servers(env: Mapping[str, str] | None = None) -> list[TmuxServer]:
+    """The user's tmux servers by their sockets: every socket in `socket_dir()` plus `$TMUX`'s."""
+    found: dict[str, TmuxServer] = {}
+    with contextlib.suppress(OSError):
+        for entry in sorted(os.scandir(socket_dir(env)), key=lambda e: e.name):
+            with contextlib.suppress(OSError):
+                if stat.S_ISSOCK(entry.stat().st_mode):
+                    found[entry.path] = TmuxServer(socket_path=entry.path)
+    inside = TmuxServer.from_env(env)
+    if inside is not None and inside.socket_path is not None:
+        found.setdefault(os.path.abspath(inside.socket_path), inside)
+    return list(found.values())
+
+
+class ControlClient:
+    """One control-mode connection attached to session `session` (an id such as `$0`)."""
+
+    def __init__(self, server: TmuxServer, session: str, on_event: Callable[[ControlClient, Event], None],
+                 *, pause_after: int = PAUSE_AFTER, on_closed: Callable[[ControlClient], None] | None = None) -> None:
+        self.server = server
+        self.session = session
+        self.on_event = on_event
+        self.on_closed = on_closed
+        self.pause_after = pause_after
+        self.closed = asyncio.Event()
+        self.attached = asyncio.Event()
+        self.commands = 0
+        self._proc: asyncio.subprocess.Process | None = None
+        self._parser = ControlParser()
+        self._pending: deque[ReplyHandler | None] = deque()
+        self._reader: asyncio.Task[None] | None = None
+
+    async def start(self, timeout: float = COMMAND_TIMEOUT) -> None:
+        """Attach; TmuxError if tmux refuses or the session is gone before we are attached."""
+        flags = f"ignore-size,read-only,pause-after={self.pause_after}"
+        self._proc = await asyncio.create_subprocess_exec(
+            *self.server.argv("-C", "attach-session", "-E", "-f", flags, "-t", self.session),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+        waits = [asyncio.ensure_future(self.attached.wait()), asyncio.ensure_future(self.closed.wait())]
+        _, pending = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        if not self.attached.is_set():
+            await self.close()
+            raise TmuxError(f"could not attach to tmux session {self.session} on {self.server.label}")
+
+    async def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        stdout = self._proc.stdout
+        try:
+            while data := await stdout.read(READ_SIZE):
+                for event in self._parser.feed(data):
+                    self._dispatch(event)
+        except Exception:  # the reader must not die silently: the client is gone for us either way
+            log.exception("tmux control client reader failed")
+        finally:
+            self._finish()
+
+    def _dispatch(self, event: Event) -> None:
+        if isinstance(event, Reply) and event.ours:
+            handler = self._pending.popleft() if self._pending else None
+            if handler is not None:
+                try:
+                    handler(event)
+                except Exception:
+                    log.exception("tmux reply handler failed")
+            return
+        if isinstance(event, Notification) and event.name == "session-changed":
+            self.attached.set()
+        try:
+            self.on_event(self, event)
+        except Exception:  # one bad event must not stop the stream (a sweep never dies on one pane)
+            log.exception("tmux event handler failed")
+
+    def _finish(self) -> None:
+        if self.closed.is_set():
+            return
+        self.closed.set()
+        pending, self._pending = list(self._pending), deque()
+        gone = Reply(-1, False, (b"the tmux client went away (server or session gone)",), True)
+        for handler in pending:
+            if handler is not None:
+                with contextlib.suppress(Exception):
+                    handler(gone)
+        if self.on_closed is not None:
+            try:
+                self.on_closed(self)
+            except Exception:
+                log.exception("tmux close handler failed")
+
+    def send(self, lines: Sequence[bytes], on_reply: Sequence[ReplyHandler | None] | None = None) -> bool:
+        """Write command lines (from `command()`), each with its reply handler (or None); False if closed."""
+        proc = self._proc
+        if self.closed.is_set() or proc is None or proc.stdin is None or proc.stdin.is_closing():
+            return False
+        handlers = list(on_reply or [])
+        handlers += [None] * (len(lines) - len(handlers))
+        self._pending.extend(handlers)
+        self.commands += len(lines)
+        proc.stdin.write(b"".join(lines))
+        return True
+
+    async def run(self, *args: str, timeout: float = COMMAND_TIMEOUT) -> list[bytes]:
+        """One command; its output lines. TmuxError if it failed, timed out, or the client went away."""
+        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+
+        def done(reply: Reply) -> None:
+            if not future.done():
+                future.set_result(reply)
+
+        if not self.send([command(*args)], [done]):
+            raise TmuxError(f"the tmux client for session {self.session} is closed")
+        try:
+            reply = await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            raise TmuxError(f"tmux {args[0]} did not answer within {timeout:g} s") from None
+        if not reply.ok:
+            raise TmuxError(b" ".join(reply.lines).decode("utf-8", "replace") or f"tmux {args[0]} failed")
+        return list(reply.lines)
+
+    async def close(self, timeout: float = 2.0) -> None:
+        """Detach (end of input ends a control client) and reap the process."""
+        proc = self._proc
+        if proc is None:
+            self.closed.set()
+            return
+        if proc.stdin is not None and not proc.stdin.is_closing():
+            with contextlib.suppress(OSError, RuntimeError):
+                proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), timeout)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+        if self._reader is not None:
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(self._reader, timeout)
+        self._finish()

@@ -1,0 +1,427 @@
+"""Every pane of a tmux server, each with its own PaneMachine, through control mode.
+
+    TmuxWatcher   one per server: discovers sessions and panes (`list-panes -a`), keeps ONE control
+                  client per session (tmux sends a client `%output` only for its session's panes),
+                  follows what tmux reports (windows and panes added and closed, layouts and sizes,
+                  renames, session changes, modes, pause/continue, the server's exit) and resyncs
+                  the pane list after each structural notification (debounced).
+    TmuxPane      one tmux pane: a PaneDriver (runtime/driver.py, as `run` panes) fed the pane's
+                  `%output` bytes; seeded on discovery from tmux's own view of the pane (capture-pane
+                  with attributes, alternate screen, cursor, title) and judged at once, so a dialog
+                  already on screen is blocked on attach; identity from the pane's tty (foreground
+                  process group, runtime/process.py), polled on output, when tmux's
+                  `pane_current_command` subscription changes, and every FOREGROUND_POLL; input as
+                  `send-keys` (core/tmux_protocol.py `send_keys`), refused in a tmux mode.
+
+A pane that closes, or whose server exits, is published `exited` (never left on its last screen) and
+leaves `panes`. Output that arrives for a pane before its seed is dropped: the seed already shows it
+(tmux writes a command's reply after the output it read before running it). A pane tmux paused for
+us (`%pause`) is re-seeded from its screen and continued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable
+
+from panewatch.core.policy import PolicyConfig
+from panewatch.core.tmux_formats import PANE_FORMAT, PaneInfo, parse_layout, parse_pane, seed_bytes
+from panewatch.core.tmux_protocol import Event, Notification, Output, Reply, command, send_keys
+from panewatch.errors import PaneInModeError, TmuxError
+from panewatch.runtime.driver import Manifests, PaneDriver
+from panewatch.runtime.tmux import ControlClient, TmuxServer, check_version
+
+log = logging.getLogger("panewatch.runtime.tmux")
+
+FOREGROUND_POLL = 2.0  # seconds; output and tmux's current-command subscription trigger a look sooner
+FOREGROUND_MIN = 0.25  # after output, look at the tty's foreground at most this often per pane
+RESYNC_DELAY = 0.05  # structural notifications come in bursts (a split: window-pane-changed, layout-change)
+SERVER_POLL = 2.0  # with no session attached, look for the server's sessions this often
+STRUCTURAL = frozenset({"window-add", "window-close", "unlinked-window-add", "unlinked-window-close",
+                        "sessions-changed", "session-renamed", "window-renamed", "session-changed",
+                        "linked-window-changed", "client-session-changed"})
+SUBSCRIPTION = "panewatch-cmd"
+
+
+def tty_foreground(pane_pid: int, tty: str) -> int | None:
+    """The foreground process group of a pane's tty: /proc's tpgid of the pane's first process (Linux),
+    else tcgetpgrp on the tty itself. None: unknown (the pane is gone)."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        with open(f"/proc/{pane_pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        tpgid = int(fields[5])  # after "pid (comm)": state ppid pgrp session tty_nr tpgid
+        return tpgid if tpgid > 0 else None
+    with contextlib.suppress(OSError):
+        fd = os.open(tty, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
+        try:
+            pgid = os.tcgetpgrp(fd)
+            return pgid if pgid > 0 else None
+        finally:
+            os.close(fd)
+    return None
+
+
+class TmuxPane(PaneDriver):
+    """One tmux pane on the real clock. Made and fed by its TmuxWatcher."""
+
+    def __init__(self, watcher: TmuxWatcher, info: PaneInfo, client: ControlClient) -> None:
+        super().__init__(watcher.manifests, pane_id=info.pane_id, cols=info.cols, rows=info.rows,
+                         policy=watcher.policy, wall=watcher.wall)
+        self.tmux = watcher
+        self.info = info
+        self.client = client
+        self.seeded = False
+        self.exit_code: int | None = None
+        self.on_output: Callable[[bytes], None] | None = None  # a viewer's tap (the board's endpoint)
+        self._fg_looked = float("-inf")
+        self._fg_later: asyncio.TimerHandle | None = None
+
+    @property
+    def target(self) -> str:
+        return self.info.target
+
+    @property
+    def pid(self) -> int | None:
+        return self.info.pid or None
+
+    @property
+    def argv(self) -> list[str]:
+        return [self.info.current_command]
+
+    @property
+    def exited(self) -> bool:
+        return self.machine.has_exited
+
+    def seed(self, info: PaneInfo, rows: list[bytes]) -> None:
+        """tmux's view of the pane, drawn on our screen and judged now. The first seed starts the pane:
+        its first published state is the seeded screen's (a dialog on screen: blocked at once)."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        self.info = info
+        if (info.cols, info.rows) != (self.screen.cols, self.screen.rows):
+            self.machine.resize(now, info.cols, info.rows)
+        first = self._loop is None
+        changes = self.machine.output(now, seed_bytes(info, rows))
+        self.seeded = True
+        if first:
+            self.machine.check(now)
+            self._start_driving(loop)  # publishes the state the seed gave
+            self._look_at_foreground(now)
+            self._publish(self.machine.check(now))
+        else:
+            self._publish(changes)
+            self._look_at_foreground(now)
+            self._publish(self.machine.check(now))
+        self._arm()
+
+    def output(self, data: bytes) -> None:
+        if not self.seeded or self.machine.has_exited:
+            return
+        if self.on_output is not None:
+            try:
+                self.on_output(data)
+            except Exception:
+                log.exception("tmux pane output tap failed")
+        now = self.clock()
+        self._feed(now, data)
+        self._foreground_soon(now)
+
+    def update(self, info: PaneInfo) -> None:
+        """A newer listing of the pane: target, size, mode."""
+        self.info = info
+        self.set_size(info.cols, info.rows)
+
+    def set_size(self, cols: int, rows: int) -> None:
+        if (cols, rows) != (self.screen.cols, self.screen.rows) and not self.machine.has_exited:
+            self._resize_machine(self.clock(), cols, rows)
+
+    def gone(self, detail: str) -> None:
+        """The pane closed, or its server exited: exited for good."""
+        if self._fg_later is not None:
+            self._fg_later.cancel()
+            self._fg_later = None
+        if not self.machine.has_exited:
+            self._publish(self.machine.exited(self.clock(), None, detail))
+        self._stop_driving()
+        self.screen.close()
+
+    # -- who holds the tty -------------------------------------------------------------------------
+
+    def _look_at_foreground(self, now: float) -> None:
+        self._fg_looked = now
+        pgid = tty_foreground(self.info.pid, self.info.tty)
+        if self.tracker.poll(now, pgid, self.info.pid, self.watcher.current()):
+            self._set_foreground(now, self.tracker.current)
+
+    def _foreground_soon(self, now: float) -> None:
+        if now - self._fg_looked >= FOREGROUND_MIN:
+            self._look_at_foreground(now)
+        elif self._fg_later is None and self._loop is not None:
+            self._fg_later = self._loop.call_later(FOREGROUND_MIN, self._look_later)
+
+    def _look_later(self) -> None:
+        self._fg_later = None
+        if not self.machine.has_exited:
+            self._look_at_foreground(self.clock())
+
+    def _refresh_foreground(self, now: float) -> None:
+        self._look_at_foreground(now)
+
+    def poll_foreground(self) -> None:
+        if self.seeded and not self.machine.has_exited:
+            self._look_at_foreground(self.clock())
+
+    # -- input: the guard's writes as send-keys ---------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        """Bytes as typed input, through tmux (`send-keys`); PaneInModeError while a tmux mode shows."""
+        if not data or self.machine.has_exited:
+            return
+        if self.info.in_mode:
+            raise PaneInModeError(self.pane_id)
+        self.client.send(send_keys(self.pane_id, data))
+        self._last_input = self.clock()
+
+    def resize(self, cols: int, rows: int) -> None:
+        """A viewer's size: ignored. The user's tmux decides a pane's size (we never touch the layout)."""
+
+    def bracketed_paste(self) -> bool:
+        return False  # not known from tmux's side; plain typing is the guard's safe fallback
+
+
+class TmuxWatcher:
+    """Watch every pane of one tmux server. `start()` from the running loop; `close()` to stop."""
+
+    def __init__(self, server: TmuxServer, manifests: Manifests, *, policy: PolicyConfig | None = None,
+                 on_added: Callable[[TmuxPane], None] | None = None,
+                 on_removed: Callable[[TmuxPane], None] | None = None,
+                 wall: Callable[[], float] | None = None) -> None:
+        self.server = server
+        self.manifests = manifests
+        self.policy = policy
+        self.wall = wall or time.time
+        self.on_added = on_added
+        self.on_removed = on_removed
+        self.panes: dict[str, TmuxPane] = {}
+        self.clients: dict[str, ControlClient] = {}
+        self.server_alive = False
+        self.resyncs = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._resync_task: asyncio.Task[None] | None = None
+        self._resync_again = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._closing = False
+
+    async def start(self) -> None:
+        """Check the version (TmuxVersionError if too old), then discover and attach."""
+        check_version()
+        self._loop = asyncio.get_running_loop()
+        await self.resync()
+        self._timer = self._loop.call_later(FOREGROUND_POLL, self._on_timer)
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._resync_task is not None:
+            self._resync_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._resync_task
+        for client in list(self.clients.values()):
+            await client.close()
+        self.clients.clear()
+        for pane in list(self.panes.values()):
+            pane._stop_driving()
+
+    def _on_timer(self) -> None:
+        assert self._loop is not None
+        for pane in list(self.panes.values()):
+            try:
+                pane.poll_foreground()
+            except Exception:  # a sweep never dies on one pane
+                log.exception("tmux pane %s: foreground poll failed", pane.pane_id)
+        if not self.clients:  # nothing attached tells us about new sessions: ask
+            self.schedule_resync(0.0)
+        self._timer = self._loop.call_later(min(FOREGROUND_POLL, SERVER_POLL), self._on_timer)
+
+    # -- the pane list -----------------------------------------------------------------------------
+
+    def schedule_resync(self, delay: float = RESYNC_DELAY) -> None:
+        if self._closing or self._loop is None:
+            return
+        if self._resync_task is not None and not self._resync_task.done():
+            self._resync_again = True
+            return
+
+        async def later() -> None:
+            await asyncio.sleep(delay)
+            await self.resync()
+            while self._resync_again and not self._closing:
+                self._resync_again = False
+                await asyncio.sleep(RESYNC_DELAY)
+                await self.resync()
+
+        self._resync_task = self._loop.create_task(later())
+
+    async def _list_panes(self) -> list[bytes] | None:
+        """`list-panes -a` through an attached client, else a one-off tmux; None: no server."""
+        for client in list(self.clients.values()):
+            if client.attached.is_set() and not client.closed.is_set():
+                with contextlib.suppress(TmuxError):
+                    return await client.run("list-panes", "-a", "-F", PANE_FORMAT)
+        try:
+            return [line.encode() for line in await self.server.run("list-panes", "-a", "-F", PANE_FORMAT)]
+        except TmuxError:
+            return None
+        except OSError:
+            return None
+
+    async def resync(self) -> None:
+        """Bring sessions, clients and panes in line with what the server has now."""
+        self.resyncs += 1
+        lines = await self._list_panes()
+        if self._closing:
+            return
+        if lines is None:
+            if self.server_alive or self.panes:
+                self._server_gone()
+            return
+        self.server_alive = True
+        listed: dict[str, PaneInfo] = {}
+        for line in lines:
+            info = parse_pane(line)
+            if info is not None and info.pane_id not in listed:  # a linked window lists its panes per session
+                listed[info.pane_id] = info
+        for session in sorted({i.session_id for i in listed.values()}):
+            if session not in self.clients:
+                await self._attach(session)
+        for pane_id, info in listed.items():
+            client = self._client_for(info, listed)
+            pane = self.panes.get(pane_id)
+            if client is None:
+                continue
+            if pane is None:
+                self._add(info, client)
+            elif pane.client is not client:  # its session's client went: the pane lives on in another
+                pane.client = client
+                pane.seeded = False
+                self._seed(pane)
+            else:
+                pane.update(info)
+        for pane_id in [p for p in self.panes if p not in listed]:
+            self._remove(self.panes[pane_id], "the tmux pane was closed")
+
+    def _client_for(self, info: PaneInfo, listed: dict[str, PaneInfo]) -> ControlClient | None:
+        pane = self.panes.get(info.pane_id)
+        if pane is not None and not pane.client.closed.is_set():
+            return pane.client  # keep the owner while it lives (grouped sessions see the same pane)
+        client = self.clients.get(info.session_id)
+        return client if client is not None and not client.closed.is_set() else None
+
+    async def _attach(self, session: str) -> None:
+        client = ControlClient(self.server, session, self._on_event, on_closed=self._on_closed)
+        self.clients[session] = client
+        try:
+            await client.start()
+        except (TmuxError, OSError) as exc:
+            log.info("tmux session %s on %s: %s", session, self.server.label, exc)
+            self.clients.pop(session, None)
+            return
+        # tmux checks subscriptions about once a second and tells us when a pane's command changed
+        client.send([command("refresh-client", "-B", f"{SUBSCRIPTION}:%*:#{{pane_current_command}}")])
+
+    def _add(self, info: PaneInfo, client: ControlClient) -> None:
+        assert self._loop is not None
+        pane = TmuxPane(self, info, client)
+        self.panes[info.pane_id] = pane
+        if self.on_added is not None:  # before the seed: a listener sees the pane's first state
+            try:
+                self.on_added(pane)
+            except Exception:
+                log.exception("tmux pane listener failed")
+        self._seed(pane)
+
+    def _seed(self, pane: TmuxPane) -> None:
+        """Ask tmux for the pane's screen, in the client's stream: the reply comes before later output."""
+        got: dict[str, PaneInfo] = {}
+
+        def on_info(reply: Reply) -> None:
+            info = parse_pane(reply.lines[0]) if reply.ok and reply.lines else None
+            if info is not None:
+                got["info"] = info
+
+        def on_capture(reply: Reply) -> None:
+            if pane.machine.has_exited or not reply.ok:
+                return
+            pane.seed(got.get("info", pane.info), list(reply.lines))
+
+        pane.client.send([command("display-message", "-p", "-t", pane.pane_id, PANE_FORMAT),
+                          command("capture-pane", "-p", "-e", "-N", "-t", pane.pane_id)], [on_info, on_capture])
+
+    def _remove(self, pane: TmuxPane, detail: str) -> None:
+        self.panes.pop(pane.pane_id, None)
+        pane.gone(detail)
+        if self.on_removed is not None:
+            try:
+                self.on_removed(pane)
+            except Exception:
+                log.exception("tmux pane listener failed")
+
+    def _server_gone(self) -> None:
+        self.server_alive = False
+        for pane in list(self.panes.values()):
+            self._remove(pane, "the tmux server exited")
+
+    # -- what tmux tells us ------------------------------------------------------------------------
+
+    def _on_event(self, client: ControlClient, event: Event) -> None:
+        if isinstance(event, Output):
+            pane = self.panes.get(event.pane)
+            if pane is not None and pane.client is client:
+                pane.output(event.data)
+            return
+        if not isinstance(event, Notification):
+            return
+        name, args = event.name, event.args
+        if name == "layout-change" and len(args) >= 2:
+            sizes = parse_layout(args[1])
+            for pane_id, (cols, rows) in sizes.items():
+                known = self.panes.get(pane_id)
+                if known is not None:
+                    known.set_size(cols, rows)
+            in_window = {p for p, pane in self.panes.items() if pane.info.window_id == args[0]}
+            if set(sizes) != in_window:
+                self.schedule_resync()
+        elif name in STRUCTURAL:
+            self.schedule_resync()
+        elif name == "pause" and args:
+            pane = self.panes.get(args[0])
+            if pane is not None and pane.client is client:
+                pane.seeded = False
+                self._seed(pane)
+            client.send([command("refresh-client", "-A", f"{args[0]}:continue")])
+        elif name == "pane-mode-changed" and args:
+            pane = self.panes.get(args[0])
+            if pane is not None:
+                self._refresh_info(pane)
+        elif name == "subscription-changed" and len(args) >= 5 and args[0] == SUBSCRIPTION:
+            pane = self.panes.get(args[4])
+            if pane is not None:
+                pane.poll_foreground()
+
+    def _refresh_info(self, pane: TmuxPane) -> None:
+        def on_info(reply: Reply) -> None:
+            info = parse_pane(reply.lines[0]) if reply.ok and reply.lines else None
+            if info is not None and not pane.machine.has_exited:
+                pane.update(info)
+
+        pane.client.send([command("display-message", "-p", "-t", pane.pane_id, PANE_FORMAT)], [on_info])
+
+    def _on_closed(self, client: ControlClient) -> None:
+        if self.clients.get(client.session) is client:
+            del self.clients[client.session]
+        self.schedule_resync()
