@@ -1,11 +1,13 @@
 """combine(): the ONE place where signal priority lives. Pure: no I/O, no clock reads.
 
-Four signals describe a pane; this module decides which one speaks. Read top to bottom, first
+Five signals describe a pane; this module decides which one speaks. Read top to bottom, first
 row that applies wins:
 
     ┌───┬──────────────────────────────────────────────┬───────────┬──────────────────────────────┐
     │ # │ condition                                    │ source    │ state                        │
     ├───┼──────────────────────────────────────────────┼───────────┼──────────────────────────────┤
+    │ 0 │ link_up is False (a remote host's ssh link   │ "link"    │ unreachable                  │
+    │   │ is down; local panes are always up)          │           │                              │
     │ 1 │ agent_running is False (shell back in front) │ "process" │ exited                       │
     │ 2 │ screen verdict is blocked                    │ "screen"  │ blocked                      │
     │ 3 │ a fresh report (hook or ACP, see below)      │ its own   │ report state (done → idle)   │
@@ -19,6 +21,11 @@ A report is *fresh* while all of these hold:
   * it is younger than REPORT_MAX_AGE for its state (None = no limit).
 
 Why this order:
+  * Row 0 first — with the link down every other signal is a memory: the screen is the last one that
+    arrived, the process is whatever tmux said before the link went. A stale "working" (or a stale
+    "blocked" answered meanwhile on the host) is worse than saying we cannot see. When the link is back
+    the pane's screen is redrawn from tmux (resync) before the link counts as up again, so rows 1-4
+    judge a current screen.
   * Row 2 before 3 — a blocked screen is never overridden: the dialog is *there*, whatever a hook
     said a moment earlier (PreToolUse 'working' fires ~0.1 s before Claude draws its prompt).
   * Row 3 before 4 — a report is the agent telling us what it does, so it beats a screen guess
@@ -108,8 +115,12 @@ def combine(
     report: Report | None,
     agent_running: bool | None,
     now: float,
+    link_up: bool = True,
+    link_detail: str = "",
 ) -> PaneState:
-    """The pane's state from its screen verdict, its latest report and its foreground process."""
+    """The pane's state from its link, its screen verdict, its latest report and its foreground process."""
+    if not link_up:
+        return PaneState("unreachable", "link", None, link_detail or "the link to its host is down")
     if agent_running is False:
         return PaneState("exited", "process", None, "shell back in the foreground")
     if screen.state == "blocked":

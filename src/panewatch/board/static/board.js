@@ -2,7 +2,7 @@
 // Everything from a pane (names, prompts, screen text) is untrusted: it only ever goes into
 // textContent, never into HTML.
 
-const STATES = ["blocked", "working", "idle", "exited"];
+const STATES = ["blocked", "unreachable", "working", "idle", "exited"];  // core/states.py URGENCY
 const RECONNECT_MAX = 5000;
 
 const cards = new Map();   // id -> card (as the daemon sent it)
@@ -230,6 +230,10 @@ function renderCard(card) {
     el("span", { class: "decided", text: decidedBy(card) }));
   const body = [head, meta];
   if (card.state === "blocked") body.push(renderPrompt(card, state));
+  if (card.state === "unreachable") {
+    body.push(el("div", { class: "message message-warn", role: "status",
+      text: `Host unreachable: ${card.detail || "the link is down"}. What the pane shows now is unknown; nothing can be sent until it is back.` }));
+  }
   if (state.message) body.push(el("div", { class: `message message-${state.message.kind}`, role: "status", text: state.message.text }));
   const actions = el("div", { class: "actions" },
     el("button", { type: "button", class: "open-view", onclick: () => openView(card.id), text: "Terminal" }));
