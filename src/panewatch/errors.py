@@ -203,7 +203,7 @@ class SshError(PanewatchError):
 
     def __init__(self, host: str, message: str, detail: str = "") -> None:
         self.host = host
-        self.detail = detail
+        self.detail = detail = detail.removeprefix("ssh: ")
         super().__init__(f"{host}: {message}" + (f" (ssh: {detail})" if detail else ""))
 
 

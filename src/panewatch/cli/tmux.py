@@ -1,6 +1,6 @@
 """`panewatch tmux`: watch every pane of a tmux server in the foreground, one line per state change.
 
-    panewatch tmux [-L NAME | -S PATH] [--json]
+    panewatch tmux [-L NAME | -S PATH | --host HOST] [--json]
 
 Without -L/-S: the server of the tmux we run in ($TMUX), else the default socket. `--json`: one
 object per line: t, pane (tmux's id, `%3`), target (`session:window.pane`), agent, state, rule,
@@ -33,6 +33,9 @@ def register(subparsers: Any) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("-L", dest="socket_name", metavar="NAME", help="the server on socket NAME (as tmux -L)")
     where.add_argument("-S", dest="socket_path", metavar="PATH", help="the server on socket PATH (as tmux -S)")
+    where.add_argument("--host", dest="hosts", metavar="HOST", action="append",
+                       help="a remote host's tmux through ssh (user@box, an ssh alias, or a [[remote]] name); "
+                            "repeat for several hosts (cli/remote.py)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.set_defaults(func=main)
 
@@ -85,6 +88,10 @@ async def watch(server: TmuxServer, as_json: bool) -> int:
 
 
 def main(ns: argparse.Namespace) -> int:
+    if getattr(ns, "hosts", None):
+        from panewatch.cli import remote
+
+        return remote.main(ns.hosts, ns.json)
     try:
         return asyncio.run(watch(server_from(ns), ns.json))
     except TmuxError as exc:

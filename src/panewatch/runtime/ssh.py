@@ -151,9 +151,11 @@ def classify(host: str, code: int | None, stderr: str) -> SshError:
 
 
 async def run_remote(host: str, remote: Sequence[str], options: SshOptions | None = None,
-                     timeout: float | None = None) -> list[str]:
-    """Run `remote` on `host`; its stdout lines. SshError (classified) if ssh or the command failed."""
+                     timeout: float | None = None, name: str = "") -> list[str]:
+    """Run `remote` on `host`; its stdout lines. SshError (classified, naming the host as `name`, else as
+    `host`) if ssh or the command failed."""
     options = options or SshOptions()
+    label = name or host
     limit = timeout if timeout is not None else options.connect_timeout + 10.0
     proc = await asyncio.create_subprocess_exec(*ssh_argv(host, remote, options), stdin=subprocess.DEVNULL,
                                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -164,9 +166,9 @@ async def run_remote(host: str, remote: Sequence[str], options: SshOptions | Non
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
         await proc.wait()
-        raise HostUnreachableError(host, f"unreachable: no answer within {limit:g} s") from None
+        raise HostUnreachableError(label, f"unreachable: no answer within {limit:g} s") from None
     if proc.returncode != 0:
-        raise classify(host, proc.returncode, err.decode("utf-8", "replace"))
+        raise classify(label, proc.returncode, err.decode("utf-8", "replace"))
     return out.decode("utf-8", "replace").splitlines()
 
 
