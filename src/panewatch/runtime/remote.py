@@ -9,9 +9,8 @@
                    state (`unreachable`), and which refuses input until its screen was resynchronised
                    after the link came back (PaneNotResyncedError, before the guard's own checks).
     RemoteWatcher  a TmuxWatcher for one host. The link is down when an ssh carrying a control client
-                   fails (exit status 255, or killed) and a probe (`list-panes` over a new session) fails
-                   too, or when a probe fails: every pane of the host turns `unreachable` at once (the
-                   panes of a client that failed alone already did). Then it reconnects with backoff
+                   fails (exit status 255, or killed: they all share one connection) or a one-off command
+                   over it does: every pane of the host turns `unreachable` at once. Then it reconnects with backoff
                    (BACKOFF, capped), re-lists, re-attaches, redraws each pane from `capture-pane` and
                    only then calls its link up (`PaneMachine.link`), and says how long the host was away
                    (`on_link`). A pane that is gone after the reconnect is exited.
@@ -33,7 +32,7 @@ from panewatch.core.machine import Foreground, StateChange
 from panewatch.core.policy import PolicyConfig
 from panewatch.core.tmux_formats import MIN_VERSION, PaneInfo, parse_version
 from panewatch.core.tmux_protocol import Event, Notification
-from panewatch.errors import PaneNotResyncedError, SshError, TmuxError, TmuxVersionError
+from panewatch.errors import HostUnreachableError, PaneNotResyncedError, SshError, TmuxError, TmuxVersionError
 from panewatch.runtime.driver import Manifests
 from panewatch.runtime.settings import RemoteSettings
 from panewatch.runtime.ssh import SSH_FAILED, SshOptions, classify, close_master, run_remote, ssh_argv
@@ -309,11 +308,9 @@ class RemoteWatcher(TmuxWatcher):
         if proc is not None:
             with contextlib.suppress(TimeoutError):
                 code = await asyncio.wait_for(proc.wait(), 2.0)
-        if code is None or code == SSH_FAILED or code < 0:
-            detail = f"{self.host}: the ssh link carrying session {client.session} was lost"
-            for pane in list(self.panes.values()):
-                if isinstance(pane, RemotePane) and pane.client is client and pane.synced:
-                    pane.link_down(detail)
+        if code is None or code == SSH_FAILED or code < 0:  # ssh failed, not tmux ending: the link is suspect
+            self._host_down(HostUnreachableError(self.host, f"the ssh link carrying session {client.session} "
+                                                            f"was lost (ssh exit status {code})"))
         self.schedule_resync()
 
     def _host_down(self, error: SshError) -> None:
