@@ -23,6 +23,22 @@ def _private_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     os.environ.pop("PANEWATCH_CORPUS", None)
 
 
+@pytest.fixture(autouse=True)
+def _private_tmux(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No test (a daemon watching tmux by default) sees the developer's tmux servers or another test's:
+    a short private TMUX_TMPDIR (a socket path must stay under ~100 bytes), no $TMUX."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="pwt", dir="/tmp")
+    monkeypatch.setenv("TMUX_TMPDIR", folder)
+    monkeypatch.delenv("TMUX", raising=False)
+    monkeypatch.delenv("TMUX_PANE", raising=False)
+    monkeypatch.setenv("PANEWATCH_TMUX_NEW", "off")  # `panewatch new` headless unless a test asks for tmux
+    yield
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture
 def example() -> bytes:
     data = EXAMPLE_PATH.read_bytes()

@@ -14,7 +14,6 @@ import pytest
 
 from panewatch.core.machine import StateChange
 from panewatch.errors import PaneBlockedError, PaneInModeError, TmuxVersionError
-from panewatch.runtime import tmux_watch
 from panewatch.runtime.guard import InputGuard
 from panewatch.runtime.live import ManifestWatcher
 from panewatch.runtime.tmux_watch import TmuxPane, TmuxWatcher
@@ -131,8 +130,7 @@ def test_server_exit_reports_every_pane_exited(tmux: Tmux) -> None:
     watching(tmux, body)
 
 
-def test_an_agent_that_exits_back_to_its_shell_is_exited(tmux: Tmux, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tmux_watch, "FOREGROUND_POLL", 0.2)
+def test_an_agent_that_exits_back_to_its_shell_is_exited(tmux: Tmux) -> None:
     # the shell runs a program the manifests know by name (a symlink named `claude` to sleep)
     tmux("new-session", "-d", "-s", "a", "bash --norc --noprofile")
     shell = pane_id(tmux, "a:0")

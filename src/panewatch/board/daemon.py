@@ -34,6 +34,7 @@ import fcntl
 import json
 import logging
 import os
+import shutil
 import socket
 import struct
 import time
@@ -52,6 +53,7 @@ from panewatch.board.model import Card, bad_request
 from panewatch.board.panes import Hub, LocalPane, RemotePane
 from panewatch.board.rpc import MAX_LINE, Peer, RemoteError
 from panewatch.board.security import LOGIN_TTL, Access, is_loopback, write_launcher, write_secret
+from panewatch.board.tmux import TmuxBoard, TmuxHandle
 from panewatch.board.watchdog import Watchdog
 from panewatch.board.web import make_app
 from panewatch.core.combine import Report
@@ -102,6 +104,7 @@ class Daemon:
         self._settings = settings
         self.notifier: Notifier | None = None  # desktop/command notifications for headless panes
         self.watcher = ManifestWatcher()
+        self.tmux = TmuxBoard(self.hub, self.watcher, watch=settings.tmux.watch == "auto")  # the user's tmux panes
         self.watchdog = Watchdog()  # ends the headless panes' sessions if we die, even by kill -9
         self.access: Access | None = None
         self._lock_fd: int | None = None
@@ -125,6 +128,7 @@ class Daemon:
             with contextlib.suppress(FileNotFoundError):
                 runtime_file("board.token").unlink()  # left by an older version: no long-lived secret exists any more
             await self._start_web()
+            await self.tmux.start()  # before the socket: the first `ls` already sees the tmux panes
             await self._start_socket()
             write_secret(runtime_file("board.json"), json.dumps(
                 {"pid": self.pid, "url": self.base_url, "host": self.host, "port": self.port}))
@@ -220,6 +224,7 @@ class Daemon:
                 socket_path().unlink()
         for conn in list(self.connections):
             await conn.peer.close()
+        await self.tmux.close()
         await self.hub.close()
         await self.watchdog.close()
         self.watcher.stop()
@@ -347,6 +352,12 @@ class Daemon:
         for key in _PANE_ENV:
             env.pop(key, None)
         env.setdefault("TERM", "xterm-256color")
+        # PANEWATCH_TMUX_NEW=off|auto overrides `[tmux] new` (the test suite's headless panes)
+        in_tmux = (os.environ.get("PANEWATCH_TMUX_NEW") or self._settings.tmux.new) == "auto"
+        if in_tmux and shutil.which("tmux") is not None:
+            # in tmux, the agent outlives this daemon (a restarted one finds it again)
+            return await self.tmux.new_window(argv, name=spec.name or Path(argv[0]).name, cwd=cwd, env=env,
+                                              cols=spec.cols, rows=spec.rows)
         pane_id = self.hub.new_id()
         argv = await self.hooks.wire(pane_id, argv, env, cwd=cwd, manifests=self.watcher.get)
         pane = LivePane(argv, pane_id=pane_id, cols=spec.cols, rows=spec.rows, env=env, cwd=cwd, agent=agent,
@@ -373,7 +384,7 @@ class Daemon:
 
     def _on_report(self, pane_id: str, report: Report) -> None:
         handle = self.hub.panes.get(pane_id)
-        if isinstance(handle, LocalPane):
+        if isinstance(handle, LocalPane | TmuxHandle):
             handle.pane.report(report)
 
     async def dismiss(self, pane_id: str, *, kill: bool = False) -> None:

@@ -32,6 +32,7 @@ from panewatch.core.prompt import Prompt, parse_prompt
 from panewatch.errors import GuardError
 from panewatch.runtime.guard import InputGuard
 from panewatch.runtime.live import LivePane
+from panewatch.runtime.tmux_watch import TmuxPane
 
 log = logging.getLogger("panewatch.board")
 
@@ -43,7 +44,7 @@ OutputListener = Callable[[bytes], None]
 
 
 class PaneEndpoint:
-    def __init__(self, pane: LivePane, *, name: str = "", cwd: str | None = None, origin: str = "headless",
+    def __init__(self, pane: LivePane | TmuxPane, *, name: str = "", cwd: str | None = None, origin: str = "headless",
                  command: str | None = None, on_card: CardListener | None = None) -> None:
         self.pane = pane
         self.guard = InputGuard(pane, pane_id=pane.pane_id)

@@ -14,6 +14,7 @@ websocket (wsession.py), each parameter validated once, here.
     resize    {pane, cols, rows}                           — headless panes only                   ✓
     dismiss   {pane}                                       — remove an exited pane's card          ✓
     close     {pane}                                       — kill a headless pane, remove its card
+    goto      {pane}                                       — a tmux pane: select it in the user's tmux  ✓
     shutdown  —                                            —
     ping      —                                            —
 
@@ -175,6 +176,15 @@ async def _close(board: Board, msg: Message) -> Result:
     return None
 
 
+async def _goto(board: Board, msg: Message) -> Result:
+    handle = pane(board, msg)
+    goto = getattr(handle, "goto", None)
+    if goto is None:
+        raise RemoteError("not_tmux", f"pane {handle.id} is not a tmux pane: there is no tmux window to go to")
+    await goto()
+    return None
+
+
 async def _shutdown(board: Board, msg: Message) -> Result:
     asyncio.get_running_loop().call_soon(board.stop)  # after this reply is on its way
     return None
@@ -201,6 +211,7 @@ OPS: dict[str, Op] = {
     "resize": Op(_resize, web=True),
     "dismiss": Op(_dismiss, web=True),
     "close": Op(_close),
+    "goto": Op(_goto, web=True),
     "shutdown": Op(_shutdown),
     "ping": Op(_ping),
 }

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from panewatch.board import client
+from panewatch.board.client import DaemonNotRunning
 from panewatch.board.model import Card, decided_by, format_duration, in_state
 from panewatch.board.rpc import RemoteError
 
@@ -84,6 +85,16 @@ def _short_path(path: str) -> str:
 def cmd_ls(ns: argparse.Namespace) -> int:
     try:
         cards: list[Card] = asyncio.run(client.call("list"))["cards"]
+    except DaemonNotRunning as exc:
+        from panewatch.board.tmux import agents_in_tmux
+
+        if not agents_in_tmux():
+            return _fail("ls", exc)
+        # agents `new` started in tmux outlive the daemon: listing them starts one to watch them again
+        try:
+            cards = asyncio.run(client.call("list", autostart=True))["cards"]
+        except RemoteError as again:
+            return _fail("ls", again)
     except RemoteError as exc:
         return _fail("ls", exc)
     if ns.json:

@@ -49,15 +49,22 @@ class Notification:
 
 Event = Output | Reply | Notification
 
-_OCTAL = re.compile(rb"\\([0-7]{3})")
 _BEGIN = re.compile(rb"%begin (\d+) (\d+) (\d+)\Z")
+
+
+_ESCAPES = {f"{n:03o}".encode(): bytes((n,)) for n in range(256)}
 
 
 def decode_output(data: bytes) -> bytes:
     """`%output` data to the bytes the pane wrote: `\\ooo` escapes decoded; anything else as it is."""
     if b"\\" not in data:
         return data
-    return _OCTAL.sub(lambda m: bytes((int(m.group(1), 8) & 0xFF,)), data)
+    parts = data.split(b"\\")
+    out = [parts[0]]
+    for part in parts[1:]:  # one dict lookup per escape: a flood of control bytes stays cheap
+        byte = _ESCAPES.get(part[:3])
+        out.append(byte + part[3:] if byte is not None else b"\\" + part)
+    return b"".join(out)
 
 
 @dataclass

@@ -130,6 +130,7 @@ class RemotePane(TmuxPane):
         self.synced = True  # the screen is tmux's current one (False from a link drop until the next seed)
         self.away: float | None = None  # how long the link was down, for the first change after it is back
         self._fg: Foreground | None = None
+        self._tty.close()  # the pane's pid is on the host: a /proc here would be some other process
 
     @property
     def board_id(self) -> str:
@@ -247,7 +248,7 @@ class RemoteWatcher(TmuxWatcher):
 
     # -- panes -------------------------------------------------------------------------------------
 
-    def _add(self, info: PaneInfo, client: ControlClient) -> None:
+    def _add(self, info: PaneInfo, client: ControlClient) -> TmuxPane:
         pane = RemotePane(self, info, client)
         self.panes[info.pane_id] = pane
         if self.on_added is not None:
@@ -256,6 +257,7 @@ class RemoteWatcher(TmuxWatcher):
             except Exception:
                 log.exception("remote pane listener failed")
         self._seed(pane)
+        return pane
 
     def _on_timer(self) -> None:
         assert self._loop is not None
@@ -293,8 +295,7 @@ class RemoteWatcher(TmuxWatcher):
                 self._seed(pane)
 
     def _on_closed(self, client: ControlClient) -> None:
-        if self.clients.get(client.session) is client:
-            del self.clients[client.session]
+        self._forget(client)
         if self._closing or self._loop is None:
             return
         task = self._loop.create_task(self._after_close(client))

@@ -9,6 +9,10 @@
                                          # PANEWATCH_PANE/STATE/AGENT/PROMPT in its environment
     command_timeout = 10                 # seconds before a hanging command is killed
 
+    [tmux]
+    watch = "auto"                       # the daemon watches every tmux server of the user ("off": none)
+    new = "auto"                         # `panewatch new` opens a window in tmux when installed ("off": headless)
+
     [[remote]]                           # a host whose tmux panewatch watches through ssh (one table each)
     host = "user@box"                    # what you would type after `ssh`: user@host or a Host alias
     tmux_socket = ""                     # optional: the remote server's socket (tmux -S); default server else
@@ -52,6 +56,12 @@ class AgentsSettings:
 
 
 @dataclass(frozen=True)
+class TmuxSettings:
+    watch: str = "auto"  # "auto": the daemon watches every tmux server of the user; "off": none
+    new: str = "auto"  # "auto": `panewatch new` opens a window in tmux when tmux is installed; "off": headless
+
+
+@dataclass(frozen=True)
 class RemoteSettings:
     """One `[[remote]]` host."""
 
@@ -72,6 +82,7 @@ class RemoteSettings:
 class Settings:
     notify: NotifySettings = field(default_factory=NotifySettings)
     agents: AgentsSettings = field(default_factory=AgentsSettings)
+    tmux: TmuxSettings = field(default_factory=TmuxSettings)
     path: str = ""  # the file read; "" when only defaults apply
     warnings: tuple[str, ...] = ()
     remotes: tuple[RemoteSettings, ...] = ()
@@ -95,16 +106,33 @@ def load_settings(path: Path | None = None, *, strict: bool = False) -> Settings
         return _finish(path, {}, [f"{path}: not valid TOML ({exc}); using defaults"], strict)
     problems: list[str] = []
     for key in doc:
-        if key not in ("notify", "agents", "remote"):
-            problems.append(f"{path}: {key}: unknown setting (known: notify, agents, remote)")
+        if key not in ("notify", "agents", "tmux", "remote"):
+            problems.append(f"{path}: {key}: unknown setting (known: notify, agents, tmux, remote)")
     table = doc.get("notify", {})
     if not isinstance(table, dict):
         problems.append(f"{path}: notify: must be a table ([notify])")
         table = {}
     remotes = remote_settings(doc.get("remote", []), path, problems)
     done = _finish(path, _notify(table, path, problems), problems, strict, _agents(doc.get("agents", {}), path,
-                                                                                     problems))
+                                                                                     problems),
+                   _tmux(doc.get("tmux", {}), path, problems))
     return replace(done, remotes=remotes)
+
+
+def _tmux(table: Any, path: Path, problems: list[str]) -> TmuxSettings:
+    if not isinstance(table, dict):
+        problems.append(f"{path}: tmux: must be a table ([tmux])")
+        return TmuxSettings()
+    for key in sorted(set(table) - {"watch", "new"}):
+        problems.append(f"{path}: tmux.{key}: unknown key (known: watch, new)")
+    values: dict[str, str] = {}
+    for key in ("watch", "new"):
+        value = table.get(key, "auto")
+        if value not in ("auto", "off"):
+            problems.append(f"{path}: tmux.{key}: must be \"auto\" or \"off\", got {value!r}; using \"auto\"")
+            value = "auto"
+        values[key] = value
+    return TmuxSettings(**values)
 
 
 def _agents(table: Any, path: Path, problems: list[str]) -> AgentsSettings:
@@ -121,10 +149,11 @@ def _agents(table: Any, path: Path, problems: list[str]) -> AgentsSettings:
 
 
 def _finish(path: Path, notify: dict[str, Any], problems: list[str], strict: bool,
-            agents: AgentsSettings | None = None) -> Settings:
+            agents: AgentsSettings | None = None, tmux: TmuxSettings | None = None) -> Settings:
     if strict and problems:
         raise SettingsError(str(path), problems)
-    return Settings(NotifySettings(**notify), agents or AgentsSettings(), str(path), tuple(problems))
+    return Settings(NotifySettings(**notify), agents or AgentsSettings(), tmux or TmuxSettings(), str(path),
+                    tuple(problems))
 
 
 def _notify(table: dict[str, Any], path: Path, problems: list[str]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ import contextlib
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Callable
 
 from panewatch.core.policy import PolicyConfig
@@ -37,32 +38,57 @@ from panewatch.runtime.tmux import ControlClient, TmuxServer, check_version
 
 log = logging.getLogger("panewatch.runtime.tmux")
 
-FOREGROUND_POLL = 2.0  # seconds; output and tmux's current-command subscription trigger a look sooner
-FOREGROUND_MIN = 0.25  # after output, look at the tty's foreground at most this often per pane
+# tmux tells us within about a second when a pane's command changes (a subscription), so the looks of
+# our own are a backstop: every FOREGROUND_POLL, and after output at most every FOREGROUND_MIN per pane.
+FOREGROUND_POLL = 5.0
+FOREGROUND_MIN = 1.0
 RESYNC_DELAY = 0.05  # structural notifications come in bursts (a split: window-pane-changed, layout-change)
 SERVER_POLL = 2.0  # with no session attached, look for the server's sessions this often
 STRUCTURAL = frozenset({"window-add", "window-close", "unlinked-window-add", "unlinked-window-close",
                         "sessions-changed", "session-renamed", "window-renamed", "session-changed",
                         "linked-window-changed", "client-session-changed"})
 SUBSCRIPTION = "panewatch-cmd"
+# Panes per control client. tmux writes a client's pending output round-robin, each pane getting about
+# 8 KiB / (its pending panes) / 3 bytes a round (control.c, at least 32): with 200 busy panes on one
+# client a 2 KiB frame needs dozens of rounds and arrives ~0.8 s late (measured: `%extended-output` age
+# median 777 ms at 200 panes, 0 at 50). Several clients per session, each taking only its own panes'
+# output (`refresh-client -A %ID:off` for the others), keep a frame to one or two rounds.
+PANES_PER_CLIENT = 16
+ROUTES_PER_COMMAND = 64
 
 
-def tty_foreground(pane_pid: int, tty: str) -> int | None:
-    """The foreground process group of a pane's tty: /proc's tpgid of the pane's first process (Linux),
-    else tcgetpgrp on the tty itself. None: unknown (the pane is gone)."""
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        with open(f"/proc/{pane_pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-        tpgid = int(fields[5])  # after "pid (comm)": state ppid pgrp session tty_nr tpgid
-        return tpgid if tpgid > 0 else None
-    with contextlib.suppress(OSError):
-        fd = os.open(tty, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
-        try:
-            pgid = os.tcgetpgrp(fd)
-            return pgid if pgid > 0 else None
-        finally:
-            os.close(fd)
-    return None
+class TtyForeground:
+    """The foreground process group of a pane's tty: the tpgid in /proc/PID/stat of the pane's first
+    process (Linux; the file stays open and is re-read in place, one syscall a look), else tcgetpgrp on
+    the tty itself. None: unknown (the pane is gone)."""
+
+    def __init__(self, pane_pid: int, tty: str) -> None:
+        self.pane_pid, self.tty = pane_pid, tty
+        self._fd: int | None = None
+        with contextlib.suppress(OSError):
+            self._fd = os.open(f"/proc/{pane_pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+
+    def __call__(self) -> int | None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                fields = os.pread(self._fd, 4096, 0).rsplit(b")", 1)[1].split()
+                tpgid = int(fields[5])  # after "pid (comm)": state ppid pgrp session tty_nr tpgid
+                return tpgid if tpgid > 0 else None
+            return None  # the process is gone (ESRCH)
+        with contextlib.suppress(OSError):
+            fd = os.open(self.tty, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
+            try:
+                pgid = os.tcgetpgrp(fd)
+                return pgid if pgid > 0 else None
+            finally:
+                os.close(fd)
+        return None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
 
 
 class TmuxPane(PaneDriver):
@@ -78,6 +104,7 @@ class TmuxPane(PaneDriver):
         self.exit_code: int | None = None
         self.on_output: Callable[[bytes], None] | None = None  # a viewer's tap (the board's endpoint)
         self._fg_looked = float("-inf")
+        self._tty = TtyForeground(info.pid, info.tty)
         self._fg_later: asyncio.TimerHandle | None = None
 
     @property
@@ -147,13 +174,17 @@ class TmuxPane(PaneDriver):
         if not self.machine.has_exited:
             self._publish(self.machine.exited(self.clock(), None, detail))
         self._stop_driving()
+        self._tty.close()
         self.screen.close()
 
     # -- who holds the tty -------------------------------------------------------------------------
 
     def _look_at_foreground(self, now: float) -> None:
         self._fg_looked = now
-        pgid = tty_foreground(self.info.pid, self.info.tty)
+        if (self._tty.pane_pid, self._tty.tty) != (self.info.pid, self.info.tty):  # respawn-pane
+            self._tty.close()
+            self._tty = TtyForeground(self.info.pid, self.info.tty)
+        pgid = self._tty()
         if self.tracker.poll(now, pgid, self.info.pid, self.watcher.current()):
             self._set_foreground(now, self.tracker.current)
 
@@ -170,6 +201,14 @@ class TmuxPane(PaneDriver):
 
     def _refresh_foreground(self, now: float) -> None:
         self._look_at_foreground(now)
+
+    def stop(self) -> None:
+        """Stop watching (the watcher closes); the pane itself is the user's and lives on."""
+        if self._fg_later is not None:
+            self._fg_later.cancel()
+            self._fg_later = None
+        self._stop_driving()
+        self._tty.close()
 
     def poll_foreground(self) -> None:
         if self.seeded and not self.machine.has_exited:
@@ -207,7 +246,7 @@ class TmuxWatcher:
         self.on_added = on_added
         self.on_removed = on_removed
         self.panes: dict[str, TmuxPane] = {}
-        self.clients: dict[str, ControlClient] = {}
+        self.clients: dict[str, list[ControlClient]] = {}  # by session id: its clients (shards)
         self.server_alive = False
         self.resyncs = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -215,13 +254,15 @@ class TmuxWatcher:
         self._resync_again = False
         self._timer: asyncio.TimerHandle | None = None
         self._closing = False
+        self._fg_polled = 0.0
 
     async def start(self) -> None:
         """Check the version (TmuxVersionError if too old), then discover and attach."""
         check_version()
         self._loop = asyncio.get_running_loop()
         await self.resync()
-        self._timer = self._loop.call_later(FOREGROUND_POLL, self._on_timer)
+        self._fg_polled = self._loop.time()
+        self._timer = self._loop.call_later(SERVER_POLL, self._on_timer)
 
     async def close(self) -> None:
         self._closing = True
@@ -231,22 +272,25 @@ class TmuxWatcher:
             self._resync_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._resync_task
-        for client in list(self.clients.values()):
+        for client in self._all_clients():
             await client.close()
         self.clients.clear()
         for pane in list(self.panes.values()):
-            pane._stop_driving()
+            pane.stop()
 
     def _on_timer(self) -> None:
         assert self._loop is not None
-        for pane in list(self.panes.values()):
-            try:
-                pane.poll_foreground()
-            except Exception:  # a sweep never dies on one pane
-                log.exception("tmux pane %s: foreground poll failed", pane.pane_id)
+        now = self._loop.time()
+        if now - self._fg_polled >= FOREGROUND_POLL:
+            self._fg_polled = now
+            for pane in list(self.panes.values()):
+                try:
+                    pane.poll_foreground()
+                except Exception:  # a sweep never dies on one pane
+                    log.exception("tmux pane %s: foreground poll failed", pane.pane_id)
         if not self.clients:  # nothing attached tells us about new sessions: ask
             self.schedule_resync(0.0)
-        self._timer = self._loop.call_later(min(FOREGROUND_POLL, SERVER_POLL), self._on_timer)
+        self._timer = self._loop.call_later(SERVER_POLL, self._on_timer)
 
     # -- the pane list -----------------------------------------------------------------------------
 
@@ -267,9 +311,15 @@ class TmuxWatcher:
 
         self._resync_task = self._loop.create_task(later())
 
+    def _all_clients(self) -> list[ControlClient]:
+        return [client for clients in self.clients.values() for client in clients]
+
+    def _live(self, session: str) -> list[ControlClient]:
+        return [c for c in self.clients.get(session, []) if not c.closed.is_set()]
+
     async def _list_panes(self) -> list[bytes] | None:
         """`list-panes -a` through an attached client, else a one-off tmux; None: no server."""
-        for client in list(self.clients.values()):
+        for client in self._all_clients():
             if client.attached.is_set() and not client.closed.is_set():
                 with contextlib.suppress(TmuxError):
                     return await client.run("list-panes", "-a", "-F", PANE_FORMAT)
@@ -296,45 +346,67 @@ class TmuxWatcher:
             info = parse_pane(line)
             if info is not None and info.pane_id not in listed:  # a linked window lists its panes per session
                 listed[info.pane_id] = info
-        for session in sorted({i.session_id for i in listed.values()}):
-            if session not in self.clients:
-                await self._attach(session)
+        per_session = Counter(i.session_id for i in listed.values())
+        for session, count in sorted(per_session.items()):
+            want = max(1, -(-count // PANES_PER_CLIENT))
+            while len(self._live(session)) < want:
+                if not await self._attach(session):
+                    break
+        load = Counter(id(p.client) for p in self.panes.values())
         for pane_id, info in listed.items():
-            client = self._client_for(info, listed)
             pane = self.panes.get(pane_id)
+            client = self._client_for(info, pane, load)
             if client is None:
                 continue
             if pane is None:
-                self._add(info, client)
-            elif pane.client is not client:  # its session's client went: the pane lives on in another
+                load[id(client)] += 1
+                self._route(self._add(info, client))
+            elif pane.client is not client:  # its client went: the pane lives on, watched by another
+                load[id(client)] += 1
                 pane.client = client
                 pane.seeded = False
+                self._route(pane)
                 self._seed(pane)
             else:
                 pane.update(info)
         for pane_id in [p for p in self.panes if p not in listed]:
             self._remove(self.panes[pane_id], "the tmux pane was closed")
 
-    def _client_for(self, info: PaneInfo, listed: dict[str, PaneInfo]) -> ControlClient | None:
-        pane = self.panes.get(info.pane_id)
+    def _client_for(self, info: PaneInfo, pane: TmuxPane | None, load: Counter[int]) -> ControlClient | None:
         if pane is not None and not pane.client.closed.is_set():
             return pane.client  # keep the owner while it lives (grouped sessions see the same pane)
-        client = self.clients.get(info.session_id)
-        return client if client is not None and not client.closed.is_set() else None
+        live = self._live(info.session_id)
+        return min(live, key=lambda c: load[id(c)]) if live else None
 
-    async def _attach(self, session: str) -> None:
+    async def _attach(self, session: str) -> bool:
         client = ControlClient(self.server, session, self._on_event, on_closed=self._on_closed)
-        self.clients[session] = client
+        self.clients.setdefault(session, []).append(client)
         try:
             await client.start()
         except (TmuxError, OSError) as exc:
             log.info("tmux session %s on %s: %s", session, self.server.label, exc)
-            self.clients.pop(session, None)
-            return
+            self._forget(client)
+            return False
         # tmux checks subscriptions about once a second and tells us when a pane's command changed
-        client.send([command("refresh-client", "-B", f"{SUBSCRIPTION}:%*:#{{pane_current_command}}")])
+        lines = [command("refresh-client", "-B", f"{SUBSCRIPTION}:%*:#{{pane_current_command}}")]
+        # a new client starts with every pane of its session on: the panes others watch go off here
+        lines += _routes([p.pane_id for p in self.panes.values() if p.client.session == session], "off")
+        client.send(lines)
+        return True
 
-    def _add(self, info: PaneInfo, client: ControlClient) -> None:
+    def _route(self, pane: TmuxPane) -> None:
+        """Only the pane's own client gets its output; its session's other clients turn it off."""
+        for client in self._live(pane.client.session):
+            client.send(_routes([pane.pane_id], "on" if client is pane.client else "off"))
+
+    def _forget(self, client: ControlClient) -> None:
+        clients = self.clients.get(client.session, [])
+        if client in clients:
+            clients.remove(client)
+        if not clients:
+            self.clients.pop(client.session, None)
+
+    def _add(self, info: PaneInfo, client: ControlClient) -> TmuxPane:
         assert self._loop is not None
         pane = TmuxPane(self, info, client)
         self.panes[info.pane_id] = pane
@@ -344,6 +416,7 @@ class TmuxWatcher:
             except Exception:
                 log.exception("tmux pane listener failed")
         self._seed(pane)
+        return pane
 
     def _seed(self, pane: TmuxPane) -> None:
         """Ask tmux for the pane's screen, in the client's stream: the reply comes before later output."""
@@ -422,6 +495,12 @@ class TmuxWatcher:
         pane.client.send([command("display-message", "-p", "-t", pane.pane_id, PANE_FORMAT)], [on_info])
 
     def _on_closed(self, client: ControlClient) -> None:
-        if self.clients.get(client.session) is client:
-            del self.clients[client.session]
+        self._forget(client)
         self.schedule_resync()
+
+
+def _routes(pane_ids: list[str], state: str) -> list[bytes]:
+    """`refresh-client -A %ID:STATE` for each pane, several panes a command."""
+    return [command("refresh-client", *(arg for pane_id in pane_ids[i:i + ROUTES_PER_COMMAND]
+                                         for arg in ("-A", f"{pane_id}:{state}")))
+            for i in range(0, len(pane_ids), ROUTES_PER_COMMAND)]

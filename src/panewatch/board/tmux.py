@@ -1,0 +1,227 @@
+"""The daemon's tmux panes: every pane of every tmux server of the user, as cards on the board.
+
+    TmuxBoard    watches the user's tmux servers (runtime/tmux.py `user_servers`, rescanned every
+                 SCAN seconds; `[tmux] watch = "off"` in config.toml: none), one TmuxWatcher each,
+                 and puts each of their panes on the Hub as a TmuxHandle. `new_window` is
+                 `panewatch new` in tmux: a window in the dedicated session DEDICATED_SESSION on the
+                 user's default tmux server, so the agent outlives the daemon; a restarted
+                 daemon finds it again (its history of states is lost, its process is not).
+    TmuxHandle   one tmux pane behind the board's PaneHandle interface: its card (origin "tmux",
+                 `target`, `tmux_pane`, `tmux_server`), input through its PaneEndpoint (the one guard,
+                 typed by send-keys), `goto` selects it in the user's tmux. Its size is tmux's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+from collections.abc import Callable
+from typing import Any
+
+from panewatch.board.endpoint import PaneEndpoint
+from panewatch.board.model import Card, bad_request
+from panewatch.board.panes import Hub, Viewer
+from panewatch.board.rpc import RemoteError
+from panewatch.errors import TmuxError
+from panewatch.runtime.driver import Manifests
+from panewatch.runtime.tmux import TmuxServer, socket_dir, user_servers
+from panewatch.runtime.tmux_watch import TmuxPane, TmuxWatcher
+
+log = logging.getLogger("panewatch.board")
+
+SCAN = 5.0  # seconds between looks for tmux servers started (or gone) since
+DEDICATED_SESSION = "panewatch"
+NEW_TIMEOUT = 5.0  # seconds for a window made by `new` to be seen by its watcher
+
+
+def dedicated_server() -> TmuxServer:
+    """The user's default tmux server, named by its socket path as `user_servers()` names it (one server,
+    one watcher); `new` puts its agents in the session DEDICATED_SESSION there."""
+    return TmuxServer(socket_path=str(socket_dir() / "default"))
+
+
+def agents_in_tmux() -> bool:
+    """Whether agents `new` started may still run in tmux (the dedicated session exists)."""
+    path = dedicated_server().socket_path
+    if path is None or not os.path.exists(path) or shutil.which("tmux") is None:
+        return False
+    import subprocess
+
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        return subprocess.run(dedicated_server().argv("has-session", "-t", f"={DEDICATED_SESSION}"),
+                              capture_output=True, timeout=5).returncode == 0
+    return False
+
+
+class TmuxHandle:
+    def __init__(self, hub: Hub, pane_id: str, pane: TmuxPane, server: TmuxServer) -> None:
+        self.id = pane_id
+        self.hub = hub
+        self.pane = pane
+        self.server = server
+        self.endpoint = PaneEndpoint(pane, name=self._name(), cwd="", origin="tmux",
+                                     command=pane.info.current_command, on_card=self._on_card)
+        self.card: Card = self._own(self.endpoint.card())
+
+    def _name(self) -> str:
+        info = self.pane.info
+        return info.window_name if info.session_name == DEDICATED_SESSION and self.server == dedicated_server() \
+            else info.target
+
+    def _own(self, card: Card) -> Card:
+        info = self.pane.info
+        return {**card, "id": self.id, "name": self._name(), "origin": "tmux", "target": info.target,
+                "tmux_pane": info.pane_id, "tmux_server": self.server.label, "window": info.window_name,
+                "command": info.current_command, "cwd": ""}
+
+    def _on_card(self, card: Card) -> None:
+        self.card = self._own(card)
+        self.hub.changed(self.id)
+
+    def refresh(self) -> None:
+        self._on_card(self.endpoint.card())
+
+    async def send(self, text: str, enter: bool) -> None:
+        await self.endpoint.send(text, enter)
+
+    async def answer(self, option: str, fingerprint: str) -> dict[str, Any]:
+        return await self.endpoint.answer(option, fingerprint)
+
+    async def keys(self, data: bytes, attached: bool) -> None:
+        await self.endpoint.keys(data, attached=attached)
+
+    async def resize(self, cols: int, rows: int) -> None:
+        raise RemoteError("not_resizable", "a tmux pane takes its size from tmux (panewatch never changes a layout)")
+
+    def watch(self, viewer: Viewer) -> Callable[[], None]:
+        repaint, unwatch = self.endpoint.watch(lambda data: viewer(data, False))
+        viewer(repaint, True)
+        return unwatch
+
+    async def goto(self) -> None:
+        """Show this pane in the user's tmux: its window selected in its session, the pane in its window."""
+        if self.pane.exited:
+            raise RemoteError("exited", f"tmux pane {self.pane.pane_id} is gone")
+        try:
+            await self.server.run("select-window", "-t", self.pane.pane_id)
+            await self.server.run("select-pane", "-t", self.pane.pane_id)
+        except TmuxError as exc:
+            raise RemoteError("tmux", str(exc)) from None
+
+    async def close(self) -> None:
+        self.endpoint.close()  # the pane is the user's: it stays
+
+
+class TmuxBoard:
+    """Every tmux pane of the user on the hub."""
+
+    def __init__(self, hub: Hub, manifests: Manifests, *, watch: bool = True,
+                 servers: Callable[[], list[TmuxServer]] = user_servers) -> None:
+        self.hub = hub
+        self.manifests = manifests
+        self.watch = watch
+        self.servers = servers
+        self.watchers: dict[TmuxServer, TmuxWatcher] = {}
+        self.handles: dict[tuple[TmuxServer, str], TmuxHandle] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._warned: set[str] = set()
+
+    async def start(self) -> None:
+        if not self.watch or shutil.which("tmux") is None:
+            return
+        await self.scan()
+        self._task = asyncio.get_running_loop().create_task(self._rescan())
+
+    async def _rescan(self) -> None:
+        while True:
+            await asyncio.sleep(SCAN)
+            try:
+                await self.scan()
+            except Exception:  # a sweep never dies on one server
+                log.exception("tmux scan failed")
+
+    async def scan(self) -> None:
+        found = set(self.servers())
+        for server in found - set(self.watchers):
+            await self._watch(server)
+        for server, watcher in list(self.watchers.items()):
+            if server not in found and not watcher.panes:  # its socket is gone: the server is gone
+                await watcher.close()
+                del self.watchers[server]
+
+    async def _watch(self, server: TmuxServer) -> TmuxWatcher | None:
+        watcher = TmuxWatcher(server, self.manifests, on_added=lambda pane: self._added(server, pane),
+                              on_removed=lambda pane: self._removed(server, pane))
+        self.watchers[server] = watcher
+        try:
+            await watcher.start()
+        except TmuxError as exc:
+            if str(exc) not in self._warned:
+                self._warned.add(str(exc))
+                log.warning("not watching tmux on %s: %s", server.label, exc)
+            with contextlib.suppress(Exception):
+                await watcher.close()
+            del self.watchers[server]
+            return None
+        return watcher
+
+    def _added(self, server: TmuxServer, pane: TmuxPane) -> None:
+        handle = TmuxHandle(self.hub, self.hub.new_id(), pane, server)
+        self.handles[(server, pane.pane_id)] = handle
+        self.hub.add(handle)
+
+    def _removed(self, server: TmuxServer, pane: TmuxPane) -> None:
+        handle = self.handles.pop((server, pane.pane_id), None)
+        if handle is not None:  # its card stays, exited, until the hub lets it expire
+            handle.refresh()
+
+    def handle_of(self, pane_id: str) -> TmuxHandle | None:
+        return next((h for h in self.handles.values() if h.id == pane_id), None)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for watcher in list(self.watchers.values()):
+            await watcher.close()
+        self.watchers.clear()
+
+    # -- `panewatch new` in tmux -----------------------------------------------------------------
+
+    async def new_window(self, argv: list[str], *, name: str, cwd: str, env: dict[str, str], cols: int,
+                         rows: int) -> Card:
+        """`argv` in a new window of the dedicated session; its card once the watcher has it."""
+        server = dedicated_server()
+        with contextlib.suppress(OSError):  # tmux -S makes no folder (tmux -L would): a missing one fails silently
+            socket_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
+        extra = [f"{k}={v}" for k, v in env.items() if os.environ.get(k) != v and "\n" not in v]
+        env_args = [arg for pair in extra for arg in ("-e", pair)]
+        try:
+            sessions = await server.run("list-sessions", "-F", "#{session_name}")
+        except TmuxError:
+            sessions = []
+        try:
+            if DEDICATED_SESSION in sessions:
+                out = await server.run("new-window", "-d", "-t", f"={DEDICATED_SESSION}:", "-n", name, "-c", cwd,
+                                       *env_args, "-P", "-F", "#{pane_id}", *argv)
+            else:
+                out = await server.run("new-session", "-d", "-s", DEDICATED_SESSION, "-n", name, "-x", str(cols),
+                                       "-y", str(rows), "-c", cwd, *env_args, "-P", "-F", "#{pane_id}", *argv)
+        except TmuxError as exc:
+            raise RemoteError("spawn_failed", f"tmux could not start {argv[0]!r}: {exc}") from None
+        pane_id = out[0].strip() if out else ""
+        if not pane_id.startswith("%"):
+            raise bad_request(f"tmux did not name the new pane: {out!r}")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + NEW_TIMEOUT
+        while (handle := self.handles.get((server, pane_id))) is None:
+            if server not in self.watchers:
+                await self._watch(server)
+            if loop.time() > deadline:
+                raise RemoteError("spawn_failed", f"the new tmux pane {pane_id} did not show up")
+            await asyncio.sleep(0.05)
+        return handle.card

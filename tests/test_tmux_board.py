@@ -1,0 +1,74 @@
+"""The daemon and the pane commands with tmux (real tmux, real `panewatch serve`): the user's tmux panes
+are listed with their target; send is refused into a blocked one and goes through send-keys into a
+free one; goto selects the pane; `panewatch new` puts the agent in tmux, where it survives the daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from boardutil import ServeProcess, cli, wait_for
+from panewatch.board.tmux import dedicated_server
+from tmuxutil import DIALOG, Tmux
+from tmuxutil import tmux as tmux
+
+
+def tmux_cards() -> list[dict[str, Any]]:
+    out = cli("ls", "--json")
+    if out.returncode != 0:
+        return []
+    return [c for c in json.loads(out.stdout)["panes"] if c.get("origin") == "tmux"]
+
+
+def by_target(target: str) -> dict[str, Any] | None:
+    return next((c for c in tmux_cards() if c.get("target") == target and c["state"] != "exited"), None)
+
+
+def test_the_users_tmux_panes_are_cards_with_guarded_input(tmux: Tmux, serve: ServeProcess) -> None:
+    tmux("new-session", "-d", "-s", "work", "-x", "120", "-y", "32", f"cat {shlex.quote(str(DIALOG))}; sleep 600")
+    tmux("new-window", "-d", "-t", "work", "-n", "echo", "cat")
+    blocked = wait_for(lambda: (c := by_target("work:0.0")) and c["state"] == "blocked" and c, "the dialog card", 20)
+    assert blocked["tmux_pane"].startswith("%") and blocked["tmux_server"]
+    free = wait_for(lambda: by_target("work:1.0"), "the echo pane's card", 20)
+    refused = cli("send", blocked["id"], "yes")
+    assert refused.returncode == 1 and "blocked on a prompt" in refused.stderr
+    assert "yes" not in tmux("capture-pane", "-p", "-t", blocked["tmux_pane"])
+    cli("send", "work:1.0", "typed by panewatch", check=True)  # a tmux pane by its target
+    wait_for(lambda: "typed by panewatch" in tmux("capture-pane", "-p", "-t", free["tmux_pane"]), "send-keys", 10)
+    assert tmux("display-message", "-p", "-t", "work", "#{window_index}") == "0"
+    import asyncio
+
+    from panewatch.board import client
+
+    asyncio.run(client.call("goto", pane=free["id"]))
+    assert tmux("display-message", "-p", "-t", "work", "#{window_index}") == "1"
+    tmux("kill-window", "-t", "work:1")
+    wait_for(lambda: next((c for c in tmux_cards() if c["id"] == free["id"] and c["state"] == "exited"), None),
+             "the killed pane's card exited", 10)
+
+
+def test_new_runs_in_tmux_and_survives_the_daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PANEWATCH_TMUX_NEW", "auto")
+    server = dedicated_server()
+    try:
+        out = cli("new", "--name", "survivor", "--", "sleep", "600", check=True)
+        pane_id = out.stdout.strip()
+        card = wait_for(lambda: next((c for c in tmux_cards() if c["id"] == pane_id), None), "the new card", 20)
+        assert card["name"] == "survivor" and card["target"].startswith("panewatch:")
+        cli("serve", "--stop", check=True)
+        commands = subprocess.run(["tmux", *server.args(), "list-panes", "-a", "-F", "#{pane_current_command}"],
+                                  capture_output=True, text=True, timeout=20).stdout.split()
+        assert "sleep" in commands
+        again = wait_for(lambda: next((c for c in tmux_cards() if c["name"] == "survivor"), None),
+                         "a restarted daemon lists it", 30)  # `ls` restarts the daemon for it
+        assert again["state"] in ("idle", "working")
+    finally:
+        cli("serve", "--stop")
+        subprocess.run(["tmux", *server.args(), "kill-server"], capture_output=True, timeout=20)
+        os.environ.pop("PANEWATCH_TMUX_NEW", None)
