@@ -75,7 +75,7 @@ def pane_id(sshd: Sshd, target: str) -> str:
 
 
 def master_pid(sshd: Sshd) -> int:
-    check = subprocess.run([*ssh_options(SshOptions(config_file=str(sshd.ssh_config))), "-O", "check", "--",
+    check = subprocess.run([*ssh_options(SshOptions(config_file=str(sshd.ssh_config)), sshd.alias), "-O", "check", "--",
                             sshd.alias], capture_output=True, text=True, timeout=10)
     found = re.search(r"pid=(\d+)", check.stderr)
     assert found, check.stderr

@@ -4,6 +4,7 @@ fails turned into an error that names it."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import stat
 import subprocess
 import time
@@ -36,7 +37,7 @@ def test_the_command_line_is_batch_mode_with_keepalives_and_a_shared_connection(
     for option in ("BatchMode=yes", "ConnectTimeout=5", "ServerAliveInterval=3", "ServerAliveCountMax=3",
                    "ControlMaster=auto", "ControlPersist=30"):
         assert option in joined
-    assert f"ControlPath={control_dir()}/%C" in joined
+    assert f"ControlPath={control_dir()}/{hashlib.sha256(b'box').hexdigest()[:12]}-%C" in joined
     assert argv[-3:] == ["--", "box", "tmux -C attach-session -t '$0'"]  # $0 reaches tmux, not the remote shell
     assert SshOptions().dead_after <= 15
 
@@ -44,7 +45,7 @@ def test_the_command_line_is_batch_mode_with_keepalives_and_a_shared_connection(
 def test_the_control_dir_is_private_and_short_enough_for_a_socket() -> None:
     path = control_dir()
     assert stat.S_IMODE(path.stat().st_mode) == 0o700
-    assert len(str(path)) + 1 + 40 + 17 < 104
+    assert len(str(path)) + 1 + 12 + 1 + 40 + 17 < 104
 
 
 def test_home_config_is_used_when_home_is_not_the_passwd_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -72,7 +73,7 @@ def test_a_command_runs_and_sessions_share_one_connection(sshd: Any) -> None:
                 await proc.wait()
 
     asyncio.run(go())
-    check = [*ssh_options(opts(sshd)), "-O", "check", "--", sshd.alias]
+    check = [*ssh_options(opts(sshd), sshd.alias), "-O", "check", "--", sshd.alias]
     assert subprocess.run(check, capture_output=True).returncode == 0  # the master persists ...
     close_master(sshd.alias, opts(sshd))
     assert subprocess.run(check, capture_output=True).returncode == 255  # ... until we close it

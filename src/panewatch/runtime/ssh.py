@@ -11,7 +11,9 @@
   9 s by default), a host that does not answer after ConnectTimeout;
 * one TCP connection per host (ssh's connection sharing, `ControlMaster=auto`): every control client to
   that host's sessions, and every one-off command, is a session multiplexed over it. The master socket
-  lives in a private 0700 directory (`control_dir()`); `close_master()` ends it when we are done.
+  lives in a private 0700 directory (`control_dir()`), named by the host as the user wrote it AND by
+  ssh's %C (host, port, user): two aliases of one machine with different keys must not share a login
+  (a refused key would ride on the other alias's connection); `close_master()` ends it when we are done.
 * `-F $HOME/.ssh/config` when $HOME is not the passwd entry's home: OpenSSH reads the passwd home's
   config, but the user's `~` is $HOME (a private home in a test, a sudo'd shell).
 
@@ -39,6 +41,7 @@ from panewatch.runtime.paths import runtime_dir
 SSH_FAILED = 255  # ssh's own exit status for a failure of its own (anything else is the remote command's)
 _SUN_PATH = 104  # bytes a unix socket path may have (macOS; Linux allows 108)
 _MASTER_SUFFIX = 17  # ssh binds its master at ControlPath + ".XXXXXXXXXXXXXXXX" before renaming it
+_TAG = 12  # hex digits of the host's own name in the socket's name
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +80,7 @@ def control_dir() -> Path:
     """A private (0700) directory for ssh's shared-connection sockets: under the runtime dir when a socket
     path there fits, else a short one in /tmp that is ours alone (named after the runtime dir)."""
     base = runtime_dir() / "ssh"
-    if len(str(base)) + 1 + 40 + _MASTER_SUFFIX >= _SUN_PATH:  # %C is 40 hex digits
+    if len(str(base)) + 1 + _TAG + 1 + 40 + _MASTER_SUFFIX >= _SUN_PATH:  # %C is 40 hex digits
         tag = hashlib.sha256(str(runtime_dir()).encode()).hexdigest()[:8]
         base = Path("/tmp") / f"panewatch-ssh-{os.getuid()}-{tag}"
     base.mkdir(mode=0o700, exist_ok=True)
@@ -89,15 +92,20 @@ def control_dir() -> Path:
     return base
 
 
-def ssh_options(options: SshOptions) -> list[str]:
-    """The options part of the command line (everything before `-- HOST`)."""
+def control_path(host: str) -> str:
+    """The shared connection's socket for `host` (ssh expands %C)."""
+    return f"{control_dir()}/{hashlib.sha256(host.encode()).hexdigest()[:_TAG]}-%C"
+
+
+def ssh_options(options: SshOptions, host: str) -> list[str]:
+    """The options part of the command line for `host` (everything before `-- HOST`)."""
     argv = [options.binary, "-T",
             "-o", "BatchMode=yes",
             "-o", f"ConnectTimeout={options.connect_timeout}",
             "-o", f"ServerAliveInterval={options.alive_interval}",
             "-o", f"ServerAliveCountMax={options.alive_count}",
             "-o", "ControlMaster=auto",
-            "-o", f"ControlPath={control_dir()}/%C",
+            "-o", f"ControlPath={control_path(host)}",
             "-o", f"ControlPersist={options.control_persist}"]
     config = options.config_file or user_config()
     if config:
@@ -107,7 +115,7 @@ def ssh_options(options: SshOptions) -> list[str]:
 
 def ssh_argv(host: str, remote: Sequence[str], options: SshOptions | None = None) -> list[str]:
     """ssh to `host` running `remote` there (quoted for the remote shell, which parses what ssh sends)."""
-    return [*ssh_options(options or SshOptions()), "--", host, shlex.join(remote)]
+    return [*ssh_options(options or SshOptions(), host), "--", host, shlex.join(remote)]
 
 
 def classify(host: str, code: int | None, stderr: str) -> SshError:
@@ -174,6 +182,6 @@ async def run_remote(host: str, remote: Sequence[str], options: SshOptions | Non
 
 def close_master(host: str, options: SshOptions | None = None) -> None:
     """End the shared connection to `host` if one is up (`ssh -O exit`); quiet when there is none."""
-    argv = [*ssh_options(options or SshOptions()), "-O", "exit", "--", host]
+    argv = [*ssh_options(options or SshOptions(), host), "-O", "exit", "--", host]
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=5)
