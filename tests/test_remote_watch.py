@@ -201,3 +201,24 @@ def test_two_hosts_at_once_same_tmux_ids_distinct_board_ids(tmp_path: Path) -> N
                 await asyncio.gather(alpha.close(), beta.close())
 
         asyncio.run(asyncio.wait_for(main(), 90))
+
+
+def test_panes_over_several_control_clients_all_stream(sshd: Sshd) -> None:
+    """More panes than one control client takes (tmux_watch.PANES_PER_CLIENT): every client's panes keep
+    streaming (a client given panes while its attach was still on its way over ssh once went silent)."""
+    from panewatch.runtime.tmux_watch import PANES_PER_CLIENT
+
+    count = 2 * PANES_PER_CLIENT + 2
+    redraw = "printf '\\033[2J\\033[Hworking'"
+    blink = f"sleep 2; while :; do cat {shlex.quote(str(DIALOG))}; sleep 1; {redraw}; sleep 1; done"
+    sshd.tmux("new-session", "-d", "-s", "work", "-x", "120", "-y", "32", blink)
+    for _ in range(count - 1):
+        sshd.tmux("new-window", "-d", "-t", "work", blink)
+
+    async def body(watcher: RemoteWatcher, seen: Seen) -> None:
+        await until(lambda: len(seen.panes) == count, 20, "every pane")
+        await until(lambda: all(seen.states(p).count("blocked") >= 2 for p in seen.panes), 30,
+                    "every pane blocked twice (its output keeps coming)")
+        assert len(watcher.clients["$0"]) == 3
+
+    watching(sshd, body)
