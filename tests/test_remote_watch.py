@@ -6,6 +6,7 @@ refuses the key, two hosts at once."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import shlex
 import subprocess
@@ -222,3 +223,37 @@ def test_panes_over_several_control_clients_all_stream(sshd: Sshd) -> None:
         assert len(watcher.clients["$0"]) == 3
 
     watching(sshd, body)
+
+
+def test_a_silent_link_is_noticed_by_the_keepalives(sshd: Sshd) -> None:
+    """No FIN, no RST: the server's side of the connection frozen (SIGSTOP). ssh's keepalives give up after
+    alive_interval * alive_count seconds and the panes turn unreachable; thawed, a new connection resyncs."""
+    import os
+    import signal
+
+    sshd.tmux("new-session", "-d", "-s", "work", "-x", "120", "-y", "32", SHOW_DIALOG)
+    board_id = f"devbox:{pane_id(sshd, 'work:0')}"
+
+    async def main() -> None:
+        seen = Seen()
+        options = SshOptions(config_file=str(sshd.ssh_config), alive_interval=1, alive_count=2, connect_timeout=2)
+        watcher = RemoteWatcher(RemoteServer(host=sshd.alias, ssh=options), ManifestWatcher(), on_added=seen.added,
+                                on_link=seen.links.append, backoff=FAST)
+        await watcher.start()
+        frozen = []
+        try:
+            await until(lambda: seen.last(board_id) == "blocked", 10, "the dialog")
+            frozen = sshd.sessions()
+            for proc in frozen:
+                os.kill(proc.pid, signal.SIGSTOP)
+            await until(lambda: seen.last(board_id) == "unreachable", 15, "unreachable by keepalive")
+            for proc in frozen:
+                os.kill(proc.pid, signal.SIGCONT)
+            await until(lambda: seen.last(board_id) == "blocked", 30, "resynchronised")
+        finally:
+            for proc in frozen:
+                with contextlib.suppress(OSError):
+                    os.kill(proc.pid, signal.SIGCONT)
+            await watcher.close()
+
+    asyncio.run(asyncio.wait_for(main(), 90))

@@ -35,7 +35,7 @@ from panewatch.core.tmux_protocol import Event, Notification, command
 from panewatch.errors import HostUnreachableError, PaneNotResyncedError, SshError, TmuxError, TmuxVersionError
 from panewatch.runtime.driver import Manifests
 from panewatch.runtime.settings import RemoteSettings
-from panewatch.runtime.ssh import SSH_FAILED, SshOptions, classify, close_master, run_remote, ssh_argv
+from panewatch.runtime.ssh import SSH_FAILED, SshOptions, classify, close_master, communicate, run_remote, ssh_argv
 from panewatch.runtime.tmux import COMMAND_TIMEOUT, ControlClient, TmuxServer
 from panewatch.runtime.tmux_watch import SUBSCRIPTION, TmuxPane, TmuxWatcher
 
@@ -78,11 +78,8 @@ class RemoteServer(TmuxServer):
                                                     start_new_session=True)
         limit = max(timeout, self.ssh.connect_timeout + 2.0)
         try:
-            out, err = await asyncio.wait_for(proc.communicate(), limit)
+            out, err = await communicate(proc, limit)
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            await proc.wait()
             raise classify(self.label, None, f"no answer within {limit:g} s (timed out)") from None
         text = err.decode("utf-8", "replace")
         if proc.returncode == SSH_FAILED:

@@ -158,6 +158,20 @@ def classify(host: str, code: int | None, stderr: str) -> SshError:
     return SshError(host, f"the remote command failed (exit status {code})", said())
 
 
+async def communicate(proc: asyncio.subprocess.Process, limit: float) -> tuple[bytes, bytes]:
+    """`proc.communicate()` within `limit` seconds (TimeoutError); timed out or cancelled (a watcher closing
+    mid-probe), the ssh is killed and reaped, never left running with its pipes open."""
+    try:
+        return await asyncio.wait_for(proc.communicate(), limit)
+    except BaseException:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(proc.wait())
+        raise
+
+
 async def run_remote(host: str, remote: Sequence[str], options: SshOptions | None = None,
                      timeout: float | None = None, name: str = "") -> list[str]:
     """Run `remote` on `host`; its stdout lines. SshError (classified, naming the host as `name`, else as
@@ -169,11 +183,8 @@ async def run_remote(host: str, remote: Sequence[str], options: SshOptions | Non
                                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                                 start_new_session=True)
     try:
-        out, err = await asyncio.wait_for(proc.communicate(), limit)
+        out, err = await communicate(proc, limit)
     except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        await proc.wait()
         raise HostUnreachableError(label, f"unreachable: no answer within {limit:g} s") from None
     if proc.returncode != 0:
         raise classify(label, proc.returncode, err.decode("utf-8", "replace"))
