@@ -36,6 +36,10 @@ def test_the_users_tmux_panes_are_cards_with_guarded_input(tmux: Tmux, serve: Se
     blocked = wait_for(lambda: (c := by_target("work:0.0")) and c["state"] == "blocked" and c, "the dialog card", 20)
     assert blocked["tmux_pane"].startswith("%") and blocked["tmux_server"]
     free = wait_for(lambda: by_target("work:1.0"), "the echo pane's card", 20)
+    status = cli("tmux", "status", check=True).stdout.strip()
+    assert status.startswith("⚠ 1 blocked") and "idle" in status, status
+    wait_for(lambda: tmux("show-options", "-p", "-t", blocked["tmux_pane"], "-v", "@panewatch_state") == "blocked",
+             "the @panewatch_state pane option", 10)
     refused = cli("send", blocked["id"], "yes")
     assert refused.returncode == 1 and "blocked on a prompt" in refused.stderr
     assert "yes" not in tmux("capture-pane", "-p", "-t", blocked["tmux_pane"])
@@ -51,6 +55,11 @@ def test_the_users_tmux_panes_are_cards_with_guarded_input(tmux: Tmux, serve: Se
     tmux("kill-window", "-t", "work:1")
     wait_for(lambda: next((c for c in tmux_cards() if c["id"] == free["id"] and c["state"] == "exited"), None),
              "the killed pane's card exited", 10)
+
+
+def test_status_without_a_daemon_prints_nothing() -> None:
+    out = cli("tmux", "status", check=True)
+    assert out.stdout == "" and out.stderr == ""
 
 
 def test_new_runs_in_tmux_and_survives_the_daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

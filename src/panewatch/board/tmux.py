@@ -25,6 +25,7 @@ from panewatch.board.endpoint import PaneEndpoint
 from panewatch.board.model import Card, bad_request
 from panewatch.board.panes import Hub, Viewer
 from panewatch.board.rpc import RemoteError
+from panewatch.core.tmux_protocol import command
 from panewatch.errors import TmuxError
 from panewatch.runtime.driver import Manifests
 from panewatch.runtime.tmux import TmuxServer, socket_dir, user_servers
@@ -62,9 +63,11 @@ class TmuxHandle:
         self.hub = hub
         self.pane = pane
         self.server = server
+        self._marked = ""
         self.endpoint = PaneEndpoint(pane, name=self._name(), cwd="", origin="tmux",
                                      command=pane.info.current_command, on_card=self._on_card)
         self.card: Card = self._own(self.endpoint.card())
+        self._mark(str(self.card.get("state")))
 
     def _name(self) -> str:
         info = self.pane.info
@@ -79,7 +82,15 @@ class TmuxHandle:
 
     def _on_card(self, card: Card) -> None:
         self.card = self._own(card)
+        self._mark(str(self.card.get("state")))
         self.hub.changed(self.id)
+
+    def _mark(self, state: str) -> None:
+        """The pane's @panewatch_state user option (for pane-border-format and themes), on change only."""
+        if state == self._marked or self.pane.exited:
+            return
+        self._marked = state
+        self.pane.client.send([command("set-option", "-p", "-t", self.pane.pane_id, "@panewatch_state", state)])
 
     def refresh(self) -> None:
         self._on_card(self.endpoint.card())

@@ -16,6 +16,10 @@ def main(argv: list[str] | None = None) -> int:
         from panewatch.runtime.paneclient import main as pane_main  # light: stdlib only
 
         return pane_main(args[1:])
+    if args[:2] == ["tmux", "status"]:  # run by tmux every status-interval: as light as the hook client
+        from panewatch.runtime.tmux_status import main as status_main
+
+        return status_main(args[2:])
     return _full_main(args)
 
 

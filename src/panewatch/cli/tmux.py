@@ -1,6 +1,7 @@
 """`panewatch tmux`: watch every pane of a tmux server in the foreground, one line per state change.
 
     panewatch tmux [-L NAME | -S PATH | --host HOST] [--json]
+    panewatch tmux status       (a summary for status-right; runtime/tmux_status.py, dispatched early)
 
 Without -L/-S: the server of the tmux we run in ($TMUX), else the default socket. `--json`: one
 object per line: t, pane (tmux's id, `%3`), target (`session:window.pane`), agent, state, rule,
@@ -37,6 +38,8 @@ def register(subparsers: Any) -> None:
                        help="a remote host's tmux through ssh (user@box, an ssh alias, or a [[remote]] name); "
                             "repeat for several hosts (cli/remote.py)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.add_argument("action", nargs="?", choices=["status"], help="status: a one-line summary of every pane's "
+                        "state from the daemon, for tmux's status-right")
     parser.set_defaults(func=main)
 
 
@@ -88,6 +91,10 @@ async def watch(server: TmuxServer, as_json: bool) -> int:
 
 
 def main(ns: argparse.Namespace) -> int:
+    if ns.action == "status":
+        from panewatch.runtime.tmux_status import main as status_main
+
+        return status_main([])
     if getattr(ns, "hosts", None):
         from panewatch.cli import remote
 

@@ -31,7 +31,7 @@ from panewatch.core.identity import is_shell_name, match_agent
 from panewatch.core.machine import Foreground, StateChange
 from panewatch.core.policy import PolicyConfig
 from panewatch.core.tmux_formats import MIN_VERSION, PaneInfo, parse_version
-from panewatch.core.tmux_protocol import Event, Notification, command
+from panewatch.core.tmux_protocol import Event, Notification
 from panewatch.errors import HostUnreachableError, PaneNotResyncedError, SshError, TmuxError, TmuxVersionError
 from panewatch.runtime.driver import Manifests
 from panewatch.runtime.settings import RemoteSettings
@@ -255,19 +255,6 @@ class RemoteWatcher(TmuxWatcher):
                 log.exception("remote pane listener failed")
         self._seed(pane)
         return pane
-
-    async def _attach(self, session: str) -> bool:
-        """As the local watcher's, then every client of the session told again to send its own panes: over ssh
-        an attach takes long enough for a concurrent resync to give the new client panes before it is attached,
-        and the attach's own "off" routes (for the panes of the session's other clients) then include them."""
-        attached = await super()._attach(session)
-        if attached:
-            for client in self._live(session):
-                owned = [pane.pane_id for pane in self.panes.values() if pane.client is client]
-                if owned:
-                    routes = (arg for pane_id in owned for arg in ("-A", f"{pane_id}:on"))
-                    client.send([command("refresh-client", *routes)])
-        return attached
 
     def _on_timer(self) -> None:
         assert self._loop is not None

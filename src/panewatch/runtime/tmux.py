@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
 import os
 import shutil
@@ -127,6 +128,22 @@ def user_servers(env: Mapping[str, str] | None = None) -> list[TmuxServer]:
     return list(found.values())
 
 
+PIPE_SIZE = 1 << 20  # bytes: Linux's default limit for an unprivileged pipe
+
+
+def _widen(proc: asyncio.subprocess.Process) -> None:
+    """Give the pipe tmux writes our output to room for a second or more of it. tmux stops reading a
+    pane while a control client's own buffer holds 512 bytes or more (server-client.c), and that buffer
+    waits on the pipe: a full 64 KiB pipe while we judge a burst would stall every pane of the client."""
+    transport = getattr(proc, "_transport", None)
+    pipe = transport.get_pipe_transport(1) if transport is not None else None
+    handle = pipe.get_extra_info("pipe") if pipe is not None else None
+    if handle is None or not hasattr(fcntl, "F_SETPIPE_SZ"):
+        return
+    with contextlib.suppress(OSError, ValueError):
+        fcntl.fcntl(handle.fileno(), fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+
+
 class ControlClient:
     """One control-mode connection attached to session `session` (an id such as `$0`)."""
 
@@ -140,6 +157,7 @@ class ControlClient:
         self.closed = asyncio.Event()
         self.attached = asyncio.Event()
         self.commands = 0
+        self.name = ""  # tmux's name for this client (`client-1234`), for refresh-client -t
         self._proc: asyncio.subprocess.Process | None = None
         self._parser = ControlParser()
         self._pending: deque[ReplyHandler | None] = deque()
@@ -151,6 +169,7 @@ class ControlClient:
         self._proc = await asyncio.create_subprocess_exec(
             *self.server.argv("-C", "attach-session", "-E", "-f", flags, "-t", self.session),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+        _widen(self._proc)
         self._reader = asyncio.get_running_loop().create_task(self._read())
         waits = [asyncio.ensure_future(self.attached.wait()), asyncio.ensure_future(self.closed.wait())]
         _, pending = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
@@ -159,6 +178,10 @@ class ControlClient:
         if not self.attached.is_set():
             await self.close()
             raise TmuxError(f"could not attach to tmux session {self.session} on {self.server.label}")
+        # refresh-client without -t acts on the server's idea of the current client, which is not always
+        # the connection sending it (measured: with three of ours attached, every -A went to the newest)
+        lines = await self.run("display-message", "-p", "#{client_name}")
+        self.name = lines[0].decode("utf-8", "replace") if lines else ""
 
     async def _read(self) -> None:
         assert self._proc is not None and self._proc.stdout is not None

@@ -255,6 +255,7 @@ class TmuxWatcher:
         self._timer: asyncio.TimerHandle | None = None
         self._closing = False
         self._fg_polled = 0.0
+        self._resync_lock = asyncio.Lock()
 
     async def start(self) -> None:
         """Check the version (TmuxVersionError if too old), then discover and attach."""
@@ -315,7 +316,8 @@ class TmuxWatcher:
         return [client for clients in self.clients.values() for client in clients]
 
     def _live(self, session: str) -> list[ControlClient]:
-        return [c for c in self.clients.get(session, []) if not c.closed.is_set()]
+        """The session's clients ready for commands (one still attaching takes no pane yet)."""
+        return [c for c in self.clients.get(session, []) if c.name and not c.closed.is_set()]
 
     async def _list_panes(self) -> list[bytes] | None:
         """`list-panes -a` through an attached client, else a one-off tmux; None: no server."""
@@ -331,7 +333,11 @@ class TmuxWatcher:
             return None
 
     async def resync(self) -> None:
-        """Bring sessions, clients and panes in line with what the server has now."""
+        """Bring sessions, clients and panes in line with what the server has now (one at a time)."""
+        async with self._resync_lock:
+            await self._resync()
+
+    async def _resync(self) -> None:
         self.resyncs += 1
         lines = await self._list_panes()
         if self._closing:
@@ -388,16 +394,16 @@ class TmuxWatcher:
             self._forget(client)
             return False
         # tmux checks subscriptions about once a second and tells us when a pane's command changed
-        lines = [command("refresh-client", "-B", f"{SUBSCRIPTION}:%*:#{{pane_current_command}}")]
+        lines = [command("refresh-client", "-t", client.name, "-B", f"{SUBSCRIPTION}:%*:#{{pane_current_command}}")]
         # a new client starts with every pane of its session on: the panes others watch go off here
-        lines += _routes([p.pane_id for p in self.panes.values() if p.client.session == session], "off")
+        lines += _routes(client, [p.pane_id for p in self.panes.values() if p.client.session == session], "off")
         client.send(lines)
         return True
 
     def _route(self, pane: TmuxPane) -> None:
         """Only the pane's own client gets its output; its session's other clients turn it off."""
         for client in self._live(pane.client.session):
-            client.send(_routes([pane.pane_id], "on" if client is pane.client else "off"))
+            client.send(_routes(client, [pane.pane_id], "on" if client is pane.client else "off"))
 
     def _forget(self, client: ControlClient) -> None:
         clients = self.clients.get(client.session, [])
@@ -476,7 +482,7 @@ class TmuxWatcher:
             if pane is not None and pane.client is client:
                 pane.seeded = False
                 self._seed(pane)
-            client.send([command("refresh-client", "-A", f"{args[0]}:continue")])
+            client.send(_routes(client, [args[0]], "continue"))
         elif name == "pane-mode-changed" and args:
             pane = self.panes.get(args[0])
             if pane is not None:
@@ -499,8 +505,8 @@ class TmuxWatcher:
         self.schedule_resync()
 
 
-def _routes(pane_ids: list[str], state: str) -> list[bytes]:
-    """`refresh-client -A %ID:STATE` for each pane, several panes a command."""
-    return [command("refresh-client", *(arg for pane_id in pane_ids[i:i + ROUTES_PER_COMMAND]
-                                         for arg in ("-A", f"{pane_id}:{state}")))
+def _routes(client: ControlClient, pane_ids: list[str], state: str) -> list[bytes]:
+    """`refresh-client -A %ID:STATE` for each pane, several panes a command, for this client by name."""
+    return [command("refresh-client", "-t", client.name, *(arg for pane_id in pane_ids[i:i + ROUTES_PER_COMMAND]
+                                                           for arg in ("-A", f"{pane_id}:{state}")))
             for i in range(0, len(pane_ids), ROUTES_PER_COMMAND)]
