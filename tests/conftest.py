@@ -68,3 +68,15 @@ def serve() -> Iterator[Any]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def sshd(tmp_path: Path) -> Iterator[Any]:
+    """A real OpenSSH server on a loopback port (testing/sshd.py), its "remote" tmux private to the test."""
+    from panewatch.testing.sshd import Sshd, sshd_binary
+
+    if sshd_binary() is None:
+        pytest.fail("OpenSSH's server is not installed (apt-get install openssh-server): remote tests need it")
+    server = Sshd(tmp_path / "sshd")
+    with server:
+        yield server

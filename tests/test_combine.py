@@ -202,3 +202,18 @@ def test_screen_key_ignores_animation_not_content() -> None:
                  title="[ ! ] Action Required")
     c = Snapshot(rows=("  Creating the marker file", "✻ Flambéing… (6s · ↓ 20 tokens)", "⠙ Thinking"))
     assert screen_key(a) == screen_key(b) != screen_key(c)
+
+
+def test_row_0_a_link_down_overrides_every_other_signal() -> None:
+    for screen, report, running in ((BLOCKED, None, True), (WORKING, hook("working", 2.0), True),
+                                    (IDLE, None, False)):
+        got = combine(screen, 1.0, report, running, 2.0, link_up=False, link_detail="host away")
+        assert got == PaneState("unreachable", "link", None, "host away")
+    assert combine(WORKING, 1.0, None, True, 2.0, link_up=True).state == "working"
+
+
+def test_unreachable_ranks_right_after_blocked() -> None:
+    from panewatch.core.states import STATES, URGENCY, urgency
+
+    assert set(URGENCY) == set(STATES)
+    assert urgency("blocked") < urgency("unreachable") < urgency("working")

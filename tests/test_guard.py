@@ -210,6 +210,20 @@ def test_send_after_the_agent_exited_is_refused() -> None:
     assert pane.written == []
 
 
+def test_nothing_is_typed_or_answered_into_an_unreachable_pane() -> None:
+    from panewatch.errors import PaneNotResyncedError
+
+    pane = StatePane(PaneState("unreachable", "link", None, "devbox: the link is down"), "Do you want to proceed?")
+    guard = InputGuard(pane, pane_id="devbox:%3")
+    with pytest.raises(PaneNotResyncedError, match="devbox:%3: devbox: the link is down"):
+        asyncio.run(guard.send("hi"))
+    with pytest.raises(PaneNotResyncedError):
+        asyncio.run(guard.keys(b"1"))
+    with pytest.raises(PaneNotResyncedError):
+        asyncio.run(guard.answer(1, "whatever"))
+    assert pane.written == []
+
+
 def test_multiline_text_goes_as_one_bracketed_paste_when_enabled() -> None:
     pane = idle_pane()
     guard = InputGuard(pane)

@@ -249,3 +249,23 @@ def test_replay_gives_the_same_state_sequence_as_a_live_pane(tmp_path: Path) -> 
     replayed = replay(cast, MANIFESTS, agent="claude", reports=[Report(EARLY.state, 2.0, EARLY.source)])
     assert [(c.state, c.pane.source) for c in replayed.changes] == live == [
         ("idle", "screen"), ("working", "screen"), ("blocked", "hook"), ("working", "screen")]
+
+
+def test_a_link_down_is_unreachable_over_every_signal_and_up_again_judges_the_screen_now() -> None:
+    m = machine(agent="claude")
+    m.output(1.0, CHUNKS[0])
+    settle(m, 1.9)
+    assert m.state.state == "working"
+    [down] = m.link(2.0, False, "ssh: Connection closed")
+    assert (down.old and down.old.state, down.new.state, down.new.source, down.new.detail) == (
+        "working", "unreachable", "link", "ssh: Connection closed")  # never a stale "working"
+    for k, chunk in enumerate(CHUNKS[1:3]):  # the resync's redraw (the dialog) arrives while still down
+        m.output(2.1 + k, chunk)
+    settle(m, 4.0)
+    assert m.report(4.0, Report("working", 4.0, "hook")) == [] and m.state.state == "unreachable"
+    [up] = m.link(4.5, True)
+    assert (up.t, up.old and up.old.state, up.new.state) == (4.5, "unreachable", "blocked")  # judged at once
+    assert m.link(4.6, True) == []
+    m.link(5.0, False)
+    assert m.exited(5.5, None, "the tmux pane was closed")[-1].new.state == "exited"
+    assert m.link(6.0, True) == [] and m.state.state == "exited"  # exited for good

@@ -12,8 +12,10 @@
      │    ├── PromptChangedError  prompt_changed   answer() but the prompt on screen is not the one the user
      │    │                                        saw; .expected (fingerprint), .prompt (the one now on screen)
      │    ├── UnknownOptionError  unknown_option   answer() names an option the prompt does not offer; .prompt
-     │    └── PaneInModeError     pane_in_mode     any write to a tmux pane showing a tmux mode (copy mode): keys
-     │                                             would drive the mode, not the program; .mode
+     │    ├── PaneInModeError     pane_in_mode     any write to a tmux pane showing a tmux mode (copy mode): keys
+     │    │                                        would drive the mode, not the program; .mode
+     │    └── PaneNotResyncedError pane_not_resynced  any write to a remote pane whose host is unreachable, or whose
+     │                                             screen was not resynchronised since the link came back
      ├── SettingsError (ValueError)           config.toml problems, each naming the file and key; .problems
      ├── ManifestError (ValueError)           core/manifest.py: an unusable manifest; .path, .problems
      ├── PatternError (ValueError)            core/pattern.py: a rule pattern RE2 cannot run with re's meaning
@@ -26,6 +28,11 @@
      │    └── DaemonNotRunning    no_daemon   board/client.py
      ├── TmuxError                tmux        runtime/tmux.py: tmux is missing, or a server or command failed
      │    └── TmuxVersionError    tmux_too_old     the tmux found is older than control mode panewatch needs
+     ├── SshError                 ssh         runtime/ssh.py: ssh could not carry tmux to a remote host; .host,
+     │    │                                   .detail (ssh's own words)
+     │    ├── HostUnreachableError host_unreachable  no connection (refused, timed out, unknown name, link lost)
+     │    ├── KeyRefusedError     key_refused      the host refused every key ssh offered (BatchMode: no password)
+     │    └── HostKeyError        host_key         the host's key is not the one known_hosts has (or none is known)
      ├── AlreadyRunning                       board/daemon.py: a daemon already serves this user
      ├── CaptureError (RuntimeError)          testing/capture.py: the run did not follow its scenario
      ├── TruthError (ValueError)              testing/capture_truth.py: no truth derivable from the recording
@@ -176,6 +183,47 @@ class TmuxVersionError(TmuxError):
         self.found = found
         super().__init__(f"panewatch needs tmux {minimum} or newer (control-mode flow control, client flags); "
                          f"found {found or 'an unknown version'}")
+
+
+class PaneNotResyncedError(GuardError):
+    """A remote pane's screen is not known to be current: its host's link is down, or came back and the
+    pane's screen was not yet redrawn from tmux. Typing now would answer a screen nobody has seen."""
+
+    wire_name = "pane_not_resynced"
+
+    def __init__(self, pane: str = "", why: str = "") -> None:
+        where = f"remote pane {pane}" if pane else "the remote pane"
+        super().__init__(f"{where}: {why or 'its screen was not resynchronised since the link came back'}; "
+                         "nothing was typed")
+
+
+class SshError(PanewatchError):
+    """ssh could not carry tmux to a remote host. `host` as the user named it; `detail`: ssh's own words."""
+
+    wire_name = "ssh"
+
+    def __init__(self, host: str, message: str, detail: str = "") -> None:
+        self.host = host
+        self.detail = detail = detail.removeprefix("ssh: ")
+        super().__init__(f"{host}: {message}" + (f" (ssh: {detail})" if detail else ""))
+
+
+class HostUnreachableError(SshError):
+    """No connection to the host: refused, timed out, unknown name, or the link went down."""
+
+    wire_name = "host_unreachable"
+
+
+class KeyRefusedError(SshError):
+    """The host refused every key ssh offered; with BatchMode ssh asks for no password (nor do we)."""
+
+    wire_name = "key_refused"
+
+
+class HostKeyError(SshError):
+    """The host's key does not match known_hosts (or none is known and ssh may not ask): not connecting."""
+
+    wire_name = "host_key"
 
 
 class SettingsError(PanewatchError, ValueError):

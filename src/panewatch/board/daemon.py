@@ -55,6 +55,7 @@ from panewatch.board.client import runtime_file, socket_path
 from panewatch.board.limits import ConnectionGate, Limits
 from panewatch.board.model import Card, bad_request
 from panewatch.board.panes import Hub, LocalPane, RemotePane
+from panewatch.board.remote import RemoteBoard
 from panewatch.board.rpc import MAX_LINE, Peer, RemoteError
 from panewatch.board.security import LOGIN_TTL, Access, is_loopback, write_launcher, write_secret
 from panewatch.board.tmux import TmuxBoard, TmuxHandle
@@ -113,6 +114,7 @@ class Daemon:
         self.notifier: Notifier | None = None  # desktop/command notifications for headless panes
         self.watcher = ManifestWatcher()
         self.tmux = TmuxBoard(self.hub, self.watcher, watch=settings.tmux.watch == "auto")  # the user's tmux panes
+        self.remote = RemoteBoard(self.hub, self.watcher, settings.remotes, on_change=self._notify_change)  # [[remote]]
         self.watchdog = Watchdog()  # ends the headless panes' sessions if we die, even by kill -9
         self.access: Access | None = None
         self._lock_fd: int | None = None
@@ -137,6 +139,7 @@ class Daemon:
                 runtime_file("board.token").unlink()  # left by an older version: no long-lived secret exists any more
             await self._start_web()
             await self.tmux.start()  # before the socket: the first `ls` already sees the tmux panes
+            await self.remote.start()  # each host in its own task: none delays the start or another host
             await self._start_socket()
             write_secret(runtime_file("board.json"), json.dumps(
                 {"pid": self.pid, "url": self.base_url, "host": self.host, "port": self.port}))
@@ -234,6 +237,7 @@ class Daemon:
         for conn in list(self.connections):
             await conn.peer.close()
         await self.tmux.close()
+        await self.remote.close()
         await self.hub.close()
         self.waits.close()  # after the hub: the panes' open waits were written as they left
         await self.watchdog.close()
@@ -387,7 +391,7 @@ class Daemon:
         self.hub.add(local)
         return local.card
 
-    def _notify_change(self, local: LocalPane, change: StateChange) -> None:
+    def _notify_change(self, local: LocalPane | TmuxHandle, change: StateChange) -> None:
         """A headless pane has no terminal of its own: the daemon notifies for it (`run` panes notify themselves)."""
         if self.notifier is None:
             self.notifier = Notifier(self._settings, asyncio.get_running_loop().time, open_board=open_board_at)

@@ -198,8 +198,9 @@ class PaneEndpoint:
     async def report_wrong(self, expected: str | None) -> dict[str, Any]:
         """Save this pane's history as a golden case in the user's corpus (golden/wrong.py); where it is.
         Taken on the loop (one consistent moment), masked and written in a thread (a few hundred KB)."""
-        if expected is not None and expected not in STATES:
-            raise bad_request(f"expected must be one of {', '.join(STATES)}")
+        agent_states = [s for s in STATES if s != "unreachable"]  # that one is our link's, never the agent's
+        if expected is not None and expected not in agent_states:
+            raise bad_request(f"expected must be one of {', '.join(agent_states)}")
         pane = self.pane
         history = pane.machine.history
         if history is None:

@@ -70,5 +70,5 @@ def in_state(card: Card, now: float | None = None) -> float:
 
 
 def sort_key(card: Card) -> tuple[int, float, str]:
-    """Blocked first (longest waiting first), then working, idle, exited."""
+    """Blocked first (longest waiting first), then unreachable, working, idle, exited (core/states.py URGENCY)."""
     return urgency(str(card.get("state"))), float(card.get("since") or 0.0), str(card.get("id"))

@@ -1,6 +1,6 @@
 """`panewatch tmux`: watch every pane of a tmux server in the foreground, one line per state change.
 
-    panewatch tmux [-L NAME | -S PATH] [--json]
+    panewatch tmux [-L NAME | -S PATH | --host HOST] [--json]
     panewatch tmux status       (a summary for status-right; runtime/tmux_status.py, dispatched early)
 
 Without -L/-S: the server of the tmux we run in ($TMUX), else the default socket. `--json`: one
@@ -34,6 +34,9 @@ def register(subparsers: Any) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("-L", dest="socket_name", metavar="NAME", help="the server on socket NAME (as tmux -L)")
     where.add_argument("-S", dest="socket_path", metavar="PATH", help="the server on socket PATH (as tmux -S)")
+    where.add_argument("--host", dest="hosts", metavar="HOST", action="append",
+                       help="a remote host's tmux through ssh (user@box, an ssh alias, or a [[remote]] name); "
+                            "repeat for several hosts (cli/remote.py)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.add_argument("action", nargs="?", choices=["status"], help="status: a one-line summary of every pane's "
                         "state from the daemon, for tmux's status-right")
@@ -92,6 +95,10 @@ def main(ns: argparse.Namespace) -> int:
         from panewatch.runtime.tmux_status import main as status_main
 
         return status_main([])
+    if getattr(ns, "hosts", None):
+        from panewatch.cli import remote
+
+        return remote.main(ns.hosts, ns.json)
     try:
         return asyncio.run(watch(server_from(ns), ns.json))
     except TmuxError as exc:

@@ -27,7 +27,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser("report-wrong", help="save a pane's recent history as a golden case: "
                                                    "\"this state is wrong\"")
     p.add_argument("pane", metavar="ID", help="the pane, as `panewatch ls` shows it")
-    p.add_argument("--expected", choices=STATES, metavar="STATE",
+    p.add_argument("--expected", choices=[s for s in STATES if s != "unreachable"], metavar="STATE",
                    help=f"the state the pane is really in ({', '.join(STATES)}); default: not said")
     p.add_argument("--json", action="store_true", help="print the reply as JSON")
     p.set_defaults(func=cmd_report_wrong)

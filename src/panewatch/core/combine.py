@@ -1,11 +1,13 @@
 """combine(): the ONE place where signal priority lives. Pure: no I/O, no clock reads.
 
-Four signals describe a pane; this module decides which one speaks. Read top to bottom, first
+Five signals describe a pane; this module decides which one speaks. Read top to bottom, first
 row that applies wins:
 
     ┌───┬──────────────────────────────────────────────┬────────────┬──────────────────────────────┐
     │ # │ condition                                    │ source     │ state                        │
     ├───┼──────────────────────────────────────────────┼────────────┼──────────────────────────────┤
+    │ 0 │ link_up is False (a remote host's ssh link   │ "link"     │ unreachable                  │
+    │   │ is down; local panes are always up)          │            │                              │
     │ 1 │ agent_running is False (shell back in front) │ "process"  │ exited                       │
     │ 2 │ screen verdict is blocked                    │ "screen"   │ blocked                      │
     │ 3 │ a program status in force (OSC 7501)         │ "terminal" │ its state (done → idle)      │
@@ -24,6 +26,11 @@ A report is *fresh* while all of these hold:
   * it is younger than REPORT_MAX_AGE for its state (None = no limit).
 
 Why this order:
+  * Row 0 first — with the link down every other signal is a memory: the screen is the last one that
+    arrived, the process is whatever tmux said before the link went. A stale "working" (or a stale
+    "blocked" answered meanwhile on the host) is worse than saying we cannot see. When the link is back
+    the pane's screen is redrawn from tmux (resync) before the link counts as up again, so rows 1-5
+    judge a current screen.
   * Row 3 (program status) — Claude Code 2.1.332, told by its terminal that the "program status"
     protocol is understood (a headless pane answers its `OSC 7501 ; ?` probe), reports its own state
     in its output: idle, working, blocked (kind=permission, msg "approve Bash: …"), done, clear. It
@@ -149,10 +156,15 @@ def combine(
     now: float,
     screen_agreed: bool = False,
     status: Report | None = None,
+    link_up: bool = True,
+    link_detail: str = "",
 ) -> PaneState:
-    """The pane's state from its screen verdict, its latest report and its foreground process.
+    """The pane's state from its link, its screen verdict, its latest report and its foreground process.
     `screen_agreed`: the screen has shown the report's state since it arrived (its settling is over).
-    `status`: the program's latest OSC 7501 status (source "terminal"), None once it said `clear`."""
+    `status`: the program's latest OSC 7501 status (source "terminal"), None once it said `clear`.
+    `link_up` False: a remote pane whose host's link is down (row 0)."""
+    if not link_up:
+        return PaneState("unreachable", "link", None, link_detail or "the link to its host is down")
     if agent_running is False:
         return PaneState("exited", "process", None, "shell back in the foreground")
     if screen.state == "blocked":

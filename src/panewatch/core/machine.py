@@ -18,7 +18,9 @@ Everything that decides what `combine()` is told lives here, and only here:
   program we can tell is not that agent) back in front, means it is gone;
 * which agent's rules judge the screen: pinned, else the foreground process's agent if a manifest
   knows it, else identification by the screen;
-* exit: the last frame is judged, then the pane is exited for good.
+* exit: the last frame is judged, then the pane is exited for good;
+* a remote pane's link (`link()`): down, the pane is unreachable whatever its last screen said; up
+  again only once its screen was redrawn from the host (the caller resyncs first), judged at once.
 
 The screen-side detection (Screen + manifests + timing policy) is `PaneDetector`'s; signal priority
 is `combine()`'s alone.
@@ -110,6 +112,8 @@ class PaneMachine:
         # history: keep this many bytes of recent output (and what else the machine is told) for
         # `report-wrong` (core/history.py); 0 = none (replays and benchmarks need none).
         self.history = History(self.screen, start, self.state, max_bytes=history) if history > 0 else None
+        self.link_up = True  # a local pane's always is; a remote pane's follows its host's ssh link
+        self.link_detail = ""
 
     # -- events in ---------------------------------------------------------------------------
 
@@ -195,6 +199,14 @@ class PaneMachine:
             detail = f"exit code {code}" if code is not None else "the command did not exit"
         return self._flush(changes + self._set_state(t, PaneState("exited", "process", None, detail)))
 
+    def link(self, t: float, up: bool, detail: str = "") -> list[StateChange]:
+        """A remote pane's link to its host: down (`detail` says why), or up again — call that after the
+        pane's screen was resynchronised from the host, so the state published next is the current one."""
+        if self.has_exited or (up == self.link_up and detail == self.link_detail):
+            return self._flush([])
+        self.link_up, self.link_detail = up, detail
+        return self._flush(self.check(t) if up else self._update(t))
+
     def check(self, t: float) -> list[StateChange]:
         """Classify the screen now, whatever the schedule says, and combine."""
         if self.has_exited:
@@ -276,7 +288,7 @@ class PaneMachine:
         if report is not None and verdict.state == ("idle" if report.state == "done" else report.state):
             self._screen_agreed, self._settle_due = True, None
         new = combine(verdict, self._screen_changed_at, report, running, t, self._screen_agreed,
-                      self.status_in_force)
+                      self.status_in_force, link_up=self.link_up, link_detail=self.link_detail)
         return self._set_state(t, new)
 
     def _set_state(self, t: float, new: PaneState) -> list[StateChange]:

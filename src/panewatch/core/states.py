@@ -1,14 +1,17 @@
 """The names a pane's state is told in, and the one urgency order. Pure data.
 
     ScreenState   what a screen's rules can say: blocked | working | idle (a screen cannot show "exited")
-    State         a pane's combined state: the screen states plus exited
+    State         a pane's combined state: the screen states plus exited, and unreachable (a remote pane
+                  whose host's link is down: what it shows now is unknown, never its last state)
     ReportState   what an agent reports through a hook or ACP: the screen states plus done
                   ("the turn ended", shown as idle)
     Source        which signal decided a pane's state: screen | hook | acp | process | terminal (the
-                  program's own status in its output: OSC 7501, core/termstatus.py)
+                  program's own status in its output: OSC 7501, core/termstatus.py) | link (a remote
+                  host's link is down)
 
-URGENCY orders the pane states, most urgent first: a pane waiting on the user before one at work,
-before one waiting for a new task, before one gone. Manifests list their rules in this order (first
+URGENCY orders the pane states, most urgent first: a pane waiting on the user, then one we cannot see
+(it may be waiting: its host's link is down), before one at work, before one waiting for a new task,
+before one gone. Manifests list their rules in this order (first
 match wins, blocked first), an unidentified screen takes the most urgent verdict any manifest gives,
 and the board sorts its cards by it.
 """
@@ -18,16 +21,16 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 ScreenState = Literal["blocked", "working", "idle"]
-State = Literal["blocked", "working", "idle", "exited"]
+State = Literal["blocked", "working", "idle", "exited", "unreachable"]
 ReportState = Literal["blocked", "working", "idle", "done"]
-Source = Literal["screen", "hook", "acp", "process", "terminal"]
+Source = Literal["screen", "hook", "acp", "process", "terminal", "link"]
 
 SCREEN_STATES: tuple[ScreenState, ...] = get_args(ScreenState)
 STATES: tuple[State, ...] = get_args(State)
 REPORT_STATES: tuple[ReportState, ...] = get_args(ReportState)
 SOURCES: tuple[Source, ...] = get_args(Source)
 
-URGENCY: tuple[State, ...] = ("blocked", "working", "idle", "exited")
+URGENCY: tuple[State, ...] = ("blocked", "unreachable", "working", "idle", "exited")
 _RANK: dict[str, int] = {state: rank for rank, state in enumerate(URGENCY)}
 
 

@@ -2,7 +2,9 @@
 
     send(text)                   re-classifies NOW; refuses with PaneBlockedError (showing the
                                  prompt) when the pane is blocked, AgentExitedError when the agent
-                                 is gone and a shell would run the text as a command.
+                                 is gone and a shell would run the text as a command,
+                                 PaneNotResyncedError when the pane is unreachable (a remote pane
+                                 whose link is down, or back but its screen not yet redrawn).
     keys(data)                   raw keys from a terminal view (the board's): refused the same way;
                                  typed as they are (escapes, arrows, Ctrl-C included).
     answer(option, fingerprint)  only when blocked AND the prompt on screen has the fingerprint the
@@ -57,6 +59,7 @@ from panewatch.errors import (
     NotBlockedError,
     PaneBlockedError,
     PaneBusyError,
+    PaneNotResyncedError,
     PromptChangedError,
     UnknownOptionError,
 )
@@ -162,6 +165,7 @@ class InputGuard:
         """Choose `option` (number, kind, key or label; see Prompt.option) on the prompt the user saw."""
         async with self._turn():
             checked = self.pane.classify_now()
+            self._refuse_if_unreachable(checked)
             if checked.state != "blocked":
                 raise NotBlockedError(checked.state)
             prompt = self._prompt(checked)
@@ -184,8 +188,13 @@ class InputGuard:
             if cleared or elapsed >= timeout:
                 return AnswerResult(chosen, cleared, checked.state, elapsed, after)
 
+    def _refuse_if_unreachable(self, checked: HasState) -> None:
+        if checked.state == "unreachable":  # the screen we would judge is not known to be the pane's now
+            raise PaneNotResyncedError(self.pane_id, str(getattr(checked, "detail", "") or "its host is unreachable"))
+
     def _refuse_unless_free(self) -> None:
         checked = self.pane.classify_now()
+        self._refuse_if_unreachable(checked)
         if checked.state == "blocked":
             raise PaneBlockedError(self._prompt(checked), self.pane_id)
         if checked.state == "exited":

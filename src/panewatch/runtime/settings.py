@@ -16,6 +16,14 @@
     port = 0                             # the board's loopback TCP port; 0: any free port
                                          # (`serve --port N` and $PANEWATCH_BOARD_PORT override it)
 
+    [[remote]]                           # a host whose tmux panewatch watches through ssh (one table each)
+    host = "user@box"                    # what you would type after `ssh`: user@host or a Host alias
+    tmux_socket = ""                     # optional: the remote server's socket (tmux -S); default server else
+    name = ""                            # optional: how its panes are named (NAME:%ID); the host by default
+    alive_interval = 3                   # optional: ssh keepalive every N s ...
+    alive_count = 3                      # ... N unanswered = the link is dead (unreachable after 9 s)
+    connect_timeout = 5                  # optional: seconds to wait for the host to answer
+
 A problem never stops panewatch: a bad value falls back to that key's default, a file that is not
 TOML falls back to all defaults, and each problem becomes a warning naming the file and the key.
 `strict=True` (for a checker) raises SettingsError with every problem instead.
@@ -24,7 +32,7 @@ TOML falls back to all defaults, and each problem becomes a warning naming the f
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +70,23 @@ class BoardSettings:
 
 
 @dataclass(frozen=True)
+class RemoteSettings:
+    """One `[[remote]]` host."""
+
+    host: str
+    tmux_socket: str | None = None
+    name: str = ""  # "" = the host
+    alive_interval: int = 3
+    alive_count: int = 3
+    connect_timeout: int = 5
+
+    @property
+    def label(self) -> str:
+        """The host's name on the board and in pane ids (`label:%3`)."""
+        return self.name or self.host
+
+
+@dataclass(frozen=True)
 class Settings:
     notify: NotifySettings = field(default_factory=NotifySettings)
     agents: AgentsSettings = field(default_factory=AgentsSettings)
@@ -69,6 +94,7 @@ class Settings:
     board: BoardSettings = field(default_factory=BoardSettings)
     path: str = ""  # the file read; "" when only defaults apply
     warnings: tuple[str, ...] = ()
+    remotes: tuple[RemoteSettings, ...] = ()
 
 
 def settings_path() -> Path:
@@ -89,16 +115,18 @@ def load_settings(path: Path | None = None, *, strict: bool = False) -> Settings
         return _finish(path, {}, [f"{path}: not valid TOML ({exc}); using defaults"], strict)
     problems: list[str] = []
     for key in doc:
-        if key not in ("notify", "agents", "tmux", "board"):
-            problems.append(f"{path}: {key}: unknown setting (known: notify, agents, tmux, board)")
+        if key not in ("notify", "agents", "tmux", "board", "remote"):
+            problems.append(f"{path}: {key}: unknown setting (known: notify, agents, tmux, board, remote)")
     table = doc.get("notify", {})
     if not isinstance(table, dict):
         problems.append(f"{path}: notify: must be a table ([notify])")
         table = {}
-    return _finish(path, _notify(table, path, problems), problems, strict, _agents(doc.get("agents", {}), path,
+    remotes = remote_settings(doc.get("remote", []), path, problems)
+    done = _finish(path, _notify(table, path, problems), problems, strict, _agents(doc.get("agents", {}), path,
                                                                                      problems),
                    _tmux(doc.get("tmux", {}), path, problems),
                    _board(doc.get("board", {}), path, problems))
+    return replace(done, remotes=remotes)
 
 
 def _tmux(table: Any, path: Path, problems: list[str]) -> TmuxSettings:
@@ -196,3 +224,58 @@ def _notify(table: dict[str, Any], path: Path, problems: list[str]) -> dict[str,
     if "command" in out.get("backends", ()) and not out.get("command"):
         problems.append(f"{path}: notify.backends: 'command' is listed but notify.command is empty")
     return out
+
+
+_REMOTE_INTS = {"alive_interval": (1, 300), "alive_count": (1, 100), "connect_timeout": (1, 300)}
+_REMOTE_KEYS = ("host", "tmux_socket", "name", *_REMOTE_INTS)
+
+
+def remote_settings(value: Any, path: Path | str, problems: list[str]) -> tuple[RemoteSettings, ...]:
+    """The `[[remote]]` tables; an entry with a problem in `host` or `name` is left out, a bad optional
+    value falls back to its default; each problem names the entry (`remote[1].host`)."""
+    if not isinstance(value, list):
+        problems.append(f"{path}: remote: must be an array of tables ([[remote]] entries)")
+        return ()
+    out: list[RemoteSettings] = []
+    labels: set[str] = set()
+    for index, entry in enumerate(value):
+        where = f"{path}: remote[{index}]"
+        if not isinstance(entry, dict):
+            problems.append(f"{where}: must be a table with host = \"...\"")
+            continue
+        for key in sorted(set(entry) - set(_REMOTE_KEYS)):
+            problems.append(f"{where}.{key}: unknown key (known: {', '.join(_REMOTE_KEYS)})")
+        host = entry.get("host")
+        if not isinstance(host, str) or not host.strip():
+            problems.append(f"{where}.host: required: what you would type after `ssh` (user@host or a Host alias)")
+            continue
+        host = host.strip()
+        if host.startswith("-") or any(c.isspace() or c in "'\"\\;|&$`" for c in host):
+            problems.append(f"{where}.host: {host!r} is not a host name (no spaces, quotes or leading '-')")
+            continue
+        name = entry.get("name", "")
+        if not isinstance(name, str) or any(c.isspace() or c == ":" for c in name.strip()):
+            problems.append(f"{where}.name: must be a word without spaces or ':' (it prefixes pane ids), got "
+                            f"{name!r}")
+            continue
+        socket = entry.get("tmux_socket")
+        if socket is not None and (not isinstance(socket, str) or "\n" in socket):
+            problems.append(f"{where}.tmux_socket: must be a path (tmux -S) on the remote host; using the default "
+                            "server")
+            socket = None
+        numbers: dict[str, int] = {}
+        for key, (low, high) in _REMOTE_INTS.items():
+            if key in entry:
+                number = entry[key]
+                if isinstance(number, bool) or not isinstance(number, int) or not low <= number <= high:
+                    problems.append(f"{where}.{key}: must be a whole number of seconds from {low} to {high}, got "
+                                    f"{number!r}; using the default")
+                else:
+                    numbers[key] = number
+        remote = RemoteSettings(host, socket or None, name.strip(), **numbers)
+        if remote.label in labels:
+            problems.append(f"{where}: a second host named {remote.label!r} (give one a distinct name = ...)")
+            continue
+        labels.add(remote.label)
+        out.append(remote)
+    return tuple(out)

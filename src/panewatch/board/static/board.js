@@ -4,7 +4,7 @@
 
 import { setupKeys } from "./keys.js";
 
-const STATES = ["blocked", "working", "idle", "exited"];
+const STATES = ["blocked", "unreachable", "working", "idle", "exited"];  // core/states.py URGENCY
 const RECONNECT_MAX = 5000;
 
 const cards = new Map();   // id -> card (as the daemon sent it)
@@ -245,6 +245,10 @@ function renderCard(card) {
   if (card.unverified) body.push(el("div", { class: "unverified", role: "note", text: card.unverified }));
   if (card.state === "blocked") body.push(renderPrompt(card, state));
   if (state.reporting) body.push(renderReport(card, state));
+  if (card.state === "unreachable") {
+    body.push(el("div", { class: "message message-warn", role: "status",
+      text: `Host unreachable: ${card.detail || "the link is down"}. What the pane shows now is unknown; nothing can be sent until it is back.` }));
+  }
   if (state.message) body.push(el("div", { class: `message message-${state.message.kind}`, role: "status", text: state.message.text }));
   const actions = el("div", { class: "actions" },
     el("button", { type: "button", class: "open-view", onclick: () => openView(card.id), text: "Terminal" }));
@@ -317,8 +321,8 @@ function renderReport(card, state) {
   const picker = el("select", { class: "report-expected", "aria-label": "the state it is really in",
     onchange: (event) => { state.reporting.expected = event.target.value; } });
   picker.append(el("option", { value: "", text: "not sure", selected: state.reporting.expected === "" }));
-  for (const name of STATES) {
-    if (name !== card.state) picker.append(el("option", { value: name, text: name, selected: state.reporting.expected === name }));
+  for (const name of STATES) {  // what the agent really does: "unreachable" is our link, not its state
+    if (name !== card.state && name !== "unreachable") picker.append(el("option", { value: name, text: name, selected: state.reporting.expected === name }));
   }
   return el("div", { class: "report", role: "alertdialog", "aria-label": "report this state as wrong" },
     el("span", { text: `Save this pane's recent history as a test case? panewatch says ${card.state}; it is really` }),
