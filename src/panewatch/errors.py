@@ -34,6 +34,7 @@
      │    ├── KeyRefusedError     key_refused      the host refused every key ssh offered (BatchMode: no password)
      │    └── HostKeyError        host_key         the host's key is not the one known_hosts has (or none is known)
      ├── AlreadyRunning                       board/daemon.py: a daemon already serves this user
+     ├── HooksUnavailable (OSError)           runtime/hookinject.py: this launch cannot take panewatch's hooks
      ├── CaptureError (RuntimeError)          testing/capture.py: the run did not follow its scenario
      ├── TruthError (ValueError)              testing/capture_truth.py: no truth derivable from the recording
      └── ClientGone                           testing/mock/exchange.py: the agent hung up on a mock
