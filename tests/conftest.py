@@ -7,6 +7,15 @@ from typing import Any
 
 import pytest
 
+# Every real component a test needs (`@pytest.mark.needs("browser")`): missing fails the test unless
+# PANEWATCH_SKIP names it, and the run ends with the list of skips (tests/components.py).
+from components import (  # noqa: F401  (pytest finds hooks by name in a conftest)
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_runtest_setup,
+    pytest_terminal_summary,
+)
+
 DATA = Path(__file__).parent / "data"
 # The published example: a real Claude Code 2.1.303 permission dialog, words placed by CSI n G.
 EXAMPLE_PATH = DATA / "published_example.raw"
@@ -14,12 +23,15 @@ EXAMPLE_PATH = DATA / "published_example.raw"
 
 @pytest.fixture(autouse=True)
 def _private_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads the developer's own config or runtime dir."""
+    """No test reads the developer's own config, data, state or runtime dir."""
     monkeypatch.setenv("PANEWATCH_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("PANEWATCH_DATA_DIR", str(tmp_path / "data"))  # the user corpus (report-wrong, verify --save)
+    monkeypatch.setenv("PANEWATCH_STATE_DIR", str(tmp_path / "state"))  # the stats database
     runtime = tmp_path / "run"
     runtime.mkdir(mode=0o700)
     monkeypatch.setenv("PANEWATCH_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("PANEWATCH_BOARD", "off")  # no `run` in a test starts a board daemon unless it asks to
+    monkeypatch.setenv("PANEWATCH_CACHE_DIR", str(tmp_path / "cache"))  # agents' `--version` answers
     os.environ.pop("PANEWATCH_CORPUS", None)
 
 

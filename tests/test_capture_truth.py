@@ -10,7 +10,7 @@ import pytest
 
 from panewatch.core.cast import CastWriter, parse_cast
 from panewatch.golden.cases import find_cases
-from panewatch.testing.capture import PROFILES, literals, rederive
+from panewatch.testing.capture import PROFILES, TEXT_SCENARIOS, literals, rederive
 from panewatch.testing.capture_truth import Literals, TruthError, derive_timeline, tool_windows
 
 LIT = Literals(ready=("READY",), busy=("BUSY",), dialog=("Proceed?",))
@@ -101,5 +101,5 @@ def test_captured_truth_is_reproducible(case, tmp_path: Path) -> None:  # type: 
         (tmp_path / name).write_bytes((case.path / name).read_bytes())
     assert rederive(tmp_path)["timeline"] == case.truth["timeline"]
     assert json.loads((tmp_path / "truth.json").read_text())["timeline"] == case.truth["timeline"]
-    assert case.truth["scenario"] in PROFILES[case.agent].dialogs
+    assert case.truth["scenario"] in PROFILES[case.agent].dialogs or case.truth["scenario"] in TEXT_SCENARIOS
     assert literals(PROFILES[case.agent], case.truth["scenario"])[1] >= 0

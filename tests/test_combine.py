@@ -8,7 +8,15 @@ import pytest
 
 from panewatch.core.cast import read_cast
 from panewatch.core.classify import Verdict, classify
-from panewatch.core.combine import REPORT_MAX_AGE, PaneState, Report, combine, report_is_fresh, screen_key
+from panewatch.core.combine import (
+    REPORT_MAX_AGE,
+    REPORT_SETTLE,
+    PaneState,
+    Report,
+    combine,
+    report_is_fresh,
+    screen_key,
+)
 from panewatch.core.manifest import load_all
 from panewatch.core.screen import Screen, Snapshot
 from panewatch.golden.cases import bundled_root
@@ -49,7 +57,7 @@ def test_hook_blocked_while_screen_says_working_holds_until_the_screen_changes()
     assert combine(WORKING, 14.0, note, True, 20.0) == PaneState(
         "blocked", "hook", None, "Notification permission_prompt")
     assert combine(WORKING, 14.0, note, True, 20.0 + 3600.0).state == "blocked"  # waits for hours
-    assert combine(WORKING, 21.0, note, True, 21.0).state == "working"  # screen moved
+    assert combine(WORKING, 22.0, note, True, 22.0).state == "working"  # screen moved
 
 
 def test_permission_request_hook_is_blocked_before_the_dialog_is_drawn() -> None:
@@ -57,6 +65,22 @@ def test_permission_request_hook_is_blocked_before_the_dialog_is_drawn() -> None
     assert combine(WORKING, 9.0, request, True, 9.06).state == "blocked"
     # Once drawn, the screen itself says blocked.
     assert combine(BLOCKED, 9.11, request, True, 9.2).source == "screen"
+
+
+def test_blocked_and_done_reports_outlast_the_redraws_right_after_them() -> None:
+    # Gemini CLI: Notification(ToolPermission) 9.32, a redraw 9.36, the dialog drawn 9.71, answered 10.86.
+    note = hook("blocked", 9.32, "Notification (Tool Confirm Shell Command requires execution)")
+    assert combine(WORKING, 9.36, note, True, 9.36).state == "blocked"
+    settled = 9.32 + REPORT_SETTLE["blocked"]
+    assert combine(WORKING, 9.36, note, True, settled + 0.01).state == "working"  # then the screen speaks
+    assert combine(WORKING, 9.0, note, True, settled + 3600).state == "blocked"  # unless it never moved
+    # AfterAgent 13.41, the last redraw 13.49: idle throughout.
+    done = hook("done", 13.41, "AfterAgent")
+    assert combine(WORKING, 13.49, done, True, 13.49) == PaneState("idle", "hook", None, "AfterAgent")
+    # Once the screen has shown the dialog, the settling is over: an answer ends the report at once.
+    assert combine(WORKING, 9.9, note, True, 9.9, screen_agreed=True).state == "working"
+    # 'working' settles at once: a turn that fails right away shows the screen's idle.
+    assert combine(IDLE, 5.1, hook("working", 5.0), True, 5.1).state == "idle"
 
 
 def test_screen_blocked_beats_a_fresh_hook_working() -> None:
@@ -123,9 +147,10 @@ def test_unknown_report_state_is_ignored() -> None:
 HOOK_STATES = {"UserPromptSubmit": "working", "PreToolUse": "working", "Notification": "blocked", "Stop": "done"}
 
 
-def _timeline(use_key: bool) -> list[tuple[float, str, str]]:
+def _timeline(use_key: bool, settled: bool = False) -> list[tuple[float, str, str]]:
     """(t, combined state, source) after each output event, as a live loop would compute them,
-    with a manifest that does NOT know the dialog (its screen verdict says working)."""
+    with a manifest that does NOT know the dialog (its screen verdict says working). `settled`: as if
+    each report's settling time were over (a dialog waiting for minutes, not 2.5 s as here)."""
     case = bundled_root() / "claude-code" / "2.1.332" / "full_bash"
     truth = json.loads((case / "truth.json").read_text())
     hooks = sorted((h["t"], HOOK_STATES[h["hook"]]) for h in truth["hooks"])
@@ -148,14 +173,14 @@ def _timeline(use_key: bool) -> list[tuple[float, str, str]]:
         if verdict.state == "blocked":
             verdict = Verdict("working", "unknown-dialog")
         past = [Report(state, t, "hook") for t, state in hooks if t <= event.t]
-        state = combine(verdict, changed_at, past[-1] if past else None, True, event.t)
+        state = combine(verdict, changed_at, past[-1] if past else None, True, event.t, screen_agreed=settled)
         out.append((event.t, state.state, state.source))
     return out
 
 
 def test_hook_blocked_survives_claudes_blinking_bullet_until_the_answer() -> None:
     notification, answered = 15.1191, 17.62  # truth.json hooks; the driver typed "1" at 17.62
-    timeline = _timeline(use_key=True)
+    timeline = _timeline(use_key=True, settled=True)
     waiting = [(t, s) for t, s, _ in timeline if notification <= t < answered]
     assert len(waiting) >= 3  # the bullet blinked meanwhile
     assert all(s == "blocked" for _, s in waiting)
@@ -166,7 +191,7 @@ def test_hook_blocked_survives_claudes_blinking_bullet_until_the_answer() -> Non
 
 
 def test_without_screen_key_the_blink_would_drop_the_hook_report() -> None:
-    timeline = _timeline(use_key=False)
+    timeline = _timeline(use_key=False, settled=True)
     waiting = [s for t, s, _ in timeline if 15.1191 <= t < 17.62]
     assert "working" in waiting
 

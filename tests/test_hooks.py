@@ -4,6 +4,7 @@ subprocesses, the real hook payloads recorded from Claude Code 2.1.332."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import stat
@@ -339,3 +340,123 @@ def test_pane_hooks_wire_claude_only_and_share_one_report_socket() -> None:
         assert not os.path.exists(env["PANEWATCH_SOCKET"])
 
     asyncio.run(main())
+
+
+# -- Codex and Gemini CLI ------------------------------------------------------------------------
+
+def test_codex_overrides_carry_every_event_and_its_trust() -> None:
+    import tomllib
+
+    from panewatch.core.hookevents import CODEX_HOOK_STATES
+    from panewatch.runtime.hookinject import codex_hook_overrides, codex_trust_hash
+
+    args = codex_hook_overrides(["/opt/pw env/bin/panewatch"])
+    assert args[::2] == ["-c"] * (len(CODEX_HOOK_STATES) + 1)
+    doc = tomllib.loads("\n".join(args[1::2]))  # each value is a TOML `key=value` line, as codex parses it
+    state = doc["hooks"].pop("state")
+    assert set(doc["hooks"]) == set(CODEX_HOOK_STATES)
+    [group] = doc["hooks"]["PermissionRequest"]
+    [handler] = group["hooks"]
+    assert handler == {"type": "command", "timeout": 5,
+                       "command": "'/opt/pw env/bin/panewatch' pane report blocked --event PermissionRequest"}
+    assert doc["hooks"]["Interrupt"][0]["hooks"][0]["timeout"] == 3  # what Codex clamps it to, and hashes
+    key = "/<session-flags>/config.toml:permission_request:0:0"
+    assert state[key] == {"trusted_hash": codex_trust_hash("PermissionRequest", handler["command"], 5)}
+    assert len(state) == len(CODEX_HOOK_STATES)
+
+
+def test_codex_trust_hash_is_the_canonical_identity() -> None:
+    from panewatch.runtime.hookinject import codex_trust_hash
+
+    # Canonical JSON: sorted keys, compact, non-ASCII left as is (serde_json's output).
+    identity = '{"event_name":"stop","hooks":[{"async":false,"command":"say é","timeout":5,"type":"command"}]}'
+    assert codex_trust_hash("Stop", "say é", 5) == "sha256:" + hashlib.sha256(identity.encode()).hexdigest()
+    assert codex_trust_hash("UserPromptSubmit", "x", 5) != codex_trust_hash("UserPromptSubmit", "x", 6)
+
+
+def test_inject_codex_goes_after_the_program_and_respects_the_users_hook_overrides() -> None:
+    from panewatch.runtime.hookinject import codex_hook_overrides, inject_codex_hooks
+
+    out = inject_codex_hooks(["codex", "--no-daemon", "exec", "hi"], ["pw"])
+    assert out == ["codex", *codex_hook_overrides(["pw"]), "--no-daemon", "exec", "hi"]
+    for theirs in (["-c", "hooks.state={}"], ["--config", "hooks.Stop=[]"], ["-chooks.Stop=[]"],
+                   ["--config=hooks.Stop=[]"]):
+        argv = ["codex", "-c", "model=\"x\"", *theirs]
+        assert inject_codex_hooks(argv, ["pw"]) == argv  # theirs would replace our trust, or ours theirs
+    assert inject_codex_hooks(["codex", "--", "-c", "hooks.Stop=[]"], ["pw"])[1] == "-c"  # a prompt, not a flag
+
+
+def test_gemini_settings_file_merges_the_system_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from panewatch.core.hookevents import GEMINI_HOOK_STATES
+    from panewatch.runtime import hookinject
+
+    monkeypatch.setattr(hookinject.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(hookinject, "_insecure_for_gemini", lambda _d: None)
+    defaults = tmp_path / "admin-defaults.json"
+    admin_hook = {"hooks": [{"type": "command", "command": "audit"}]}
+    defaults.write_text(json.dumps({"hooks": {"BeforeTool": [admin_hook]}, "hooksConfig": {"notifications": True},
+                                    "ui": {"theme": "x"}}))
+    env = {"GEMINI_CLI_SYSTEM_DEFAULTS_PATH": str(defaults)}
+    path = hookinject.inject_gemini_hooks(env, ["pw"], "g.json", tmp_path)
+    assert env["GEMINI_CLI_SYSTEM_DEFAULTS_PATH"] == str(path) and stat.S_IMODE(path.stat().st_mode) == 0o600
+    merged = json.loads(path.read_text())
+    assert merged["ui"] == {"theme": "x"} and merged["hooksConfig"] == {"notifications": True}  # theirs win
+    assert merged["hooks"]["BeforeTool"][0] == admin_hook and len(merged["hooks"]["BeforeTool"]) == 2
+    assert set(merged["hooks"]) == set(GEMINI_HOOK_STATES)
+    assert merged["hooks"]["Notification"][0]["hooks"][0]["command"] == "pw pane notify"
+    assert merged["hooks"]["AfterAgent"][0]["hooks"][0] == {
+        "type": "command", "name": "panewatch AfterAgent", "command": "pw pane report done --event AfterAgent",
+        "timeout": 5000}
+    defaults.write_text("{broken")
+    with pytest.raises(hookinject.HooksUnavailable, match="cannot merge"):
+        hookinject.inject_gemini_hooks({"GEMINI_CLI_SYSTEM_DEFAULTS_PATH": str(defaults)}, ["pw"], "h.json", tmp_path)
+
+
+def test_gemini_hooks_need_a_root_owned_settings_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from panewatch.runtime import hookinject
+
+    monkeypatch.setattr(hookinject.os, "geteuid", lambda: 1000)
+    with pytest.raises(hookinject.HooksUnavailable, match="belongs to root"):
+        hookinject.inject_gemini_hooks({}, ["pw"], "g.json", tmp_path)
+    monkeypatch.setattr(hookinject.os, "geteuid", lambda: 0)
+    # /tmp is writable by all: Gemini CLI would skip a settings file below it (as it does, with a warning).
+    reason = hookinject._insecure_for_gemini(tmp_path)
+    assert reason is not None and ("writable by group or others" in reason or "not owned by root" in reason)
+
+
+def test_pane_hooks_wire_codex_and_gemini(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from panewatch.runtime import hookinject
+    from panewatch.runtime.hooks import PaneHooks
+    from panewatch.runtime.live import ManifestWatcher
+
+    monkeypatch.setattr(hookinject, "gemini_settings_dir", lambda: tmp_path)
+    monkeypatch.setattr(hookinject, "_insecure_for_gemini", lambda _d: None)
+    monkeypatch.setattr(hookinject.os, "geteuid", lambda: 0)
+
+    async def main() -> None:
+        hooks = PaneHooks(lambda pane, report: None)
+        manifests = ManifestWatcher().get
+        try:
+            env: dict[str, str] = {}
+            argv = await hooks.wire("c", ["/usr/bin/codex", "--no-daemon"], env, cwd=None, manifests=manifests)
+            assert argv[1] == "-c" and argv[2].startswith("hooks.") and argv[-1] == "--no-daemon"
+            assert "PANEWATCH_TOKEN" in env
+            genv: dict[str, str] = {}
+            assert await hooks.wire("g", ["gemini"], genv, cwd=None, manifests=manifests) == ["gemini"]
+            settings = Path(genv["GEMINI_CLI_SYSTEM_DEFAULTS_PATH"])
+            assert settings.parent == tmp_path and "AfterAgent" in json.loads(settings.read_text())["hooks"]
+            hooks.unwire("g")
+            assert not settings.exists()  # the per-launch file goes with the pane
+        finally:
+            await hooks.close()
+
+    asyncio.run(main())
+
+
+def test_notify_maps_gemini_tool_permission_only() -> None:
+    from panewatch.core.hookevents import hook_state
+
+    assert hook_state("gemini", "Notification", "ToolPermission") == "blocked"
+    assert hook_state("gemini", "Notification", "SomethingElse") is None  # not a permission request: not blocked
+    assert hook_state("codex", "PermissionRequest") == "blocked" and hook_state("codex", "SessionStart") is None
+    assert hook_state("gemini", "AfterAgent") == "done" and hook_state("nobody", "Stop") is None

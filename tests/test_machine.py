@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from panewatch.core.cast import Cast, CastEvent
-from panewatch.core.combine import Report
+from panewatch.core.combine import REPORT_SETTLE, Report
 from panewatch.core.machine import Foreground, PaneMachine, StateChange
 from panewatch.core.manifest import load_all
 from panewatch.core.replay import replay
@@ -76,6 +76,20 @@ def test_a_report_holds_until_the_screen_changes_and_animations_do_not_count() -
     # Without the report the screen alone speaks.
     assert staged(machine(agent="claude"), None) == [
         ("working", "screen"), ("working", "screen"), ("blocked", "screen"), ("working", "screen")]
+
+
+def test_a_change_during_the_settling_time_counts_once_it_is_over() -> None:
+    m = machine(agent="claude")
+    m.output(1.0, CHUNKS[0])
+    settle(m, 1.9)
+    m.report(1.95, Report("done", 1.95, "hook", "AfterAgent"))
+    assert (m.state.state, m.state.source) == ("idle", "hook")
+    m.output(2.1, b"\r\nthe agent redraws\r\n")  # right after its report: the report still speaks
+    assert (m.state.state, m.state.source) == ("idle", "hook")
+    end = 1.95 + REPORT_SETTLE["done"]
+    assert m.next_due() <= end  # a check is scheduled for the end of the settling time
+    settle(m, end + 0.01)
+    assert (m.state.state, m.state.source) == ("working", "screen")  # then the screen speaks again
 
 
 def test_a_report_stamped_on_another_clock_arrives_now() -> None:
@@ -207,17 +221,22 @@ def test_replay_gives_the_same_state_sequence_as_a_live_pane(tmp_path: Path) -> 
                         agent="claude", env={**os.environ, "TERM": "xterm-256color"})
         changes: list[tuple[str, str]] = []
         pane.subscribe(lambda c: changes.append((c.new.state, c.new.source)))
+        reported = 0.0
         pane.start()
         try:
             for k, expected in enumerate(screens):
                 if k:
                     assert pane.pid is not None
+                    # Past the report's settling time, as in the virtual-time staging (a stage each second).
+                    settled = reported + REPORT_SETTLE[EARLY.state]
+                    await until(lambda s=settled: loop.time() > s, "report settled")
                     os.kill(pane.pid, signal.SIGUSR1)
                 # On screen, and judged: nothing is due but the slow safety sweep.
                 await until(lambda e=expected: pane.snapshot() == e and pane.detector.next_due() > loop.time() + 1,
                             f"stage {k} on screen and judged (state {pane.state})")
                 if k == 0:
-                    pane.report(Report(EARLY.state, loop.time(), EARLY.source, EARLY.detail))
+                    reported = loop.time()
+                    pane.report(Report(EARLY.state, reported, EARLY.source, EARLY.detail))
                 live_stages.append((pane.state.state, pane.state.source))
         finally:
             await pane.close()

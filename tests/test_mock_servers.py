@@ -329,6 +329,20 @@ def test_chat_tool_call_then_final_reply() -> None:
         ("request", 0), ("reply_sent", 0), ("request", 1), ("reply_sent", 1)]
 
 
+def test_chat_qwen_suggestion_after_the_turn_is_a_side_call() -> None:
+    """Qwen Code asks for a suggested next prompt after each turn, with the turn's tools and history: answered
+    as a side call, not as the scenario's final reply once more (that would be a second end_turn)."""
+    prompt = {"role": "user", "content": "SCN=text DELAY=0 go"}
+    done = {"role": "assistant", "content": "Done. The scripted scenario 'text' is complete."}
+    ask = {"role": "user", "content": [{"type": "text", "text": "[SUGGESTION MODE: Suggest what the user might "
+                                                                 "naturally type next.]"}]}
+    with MockServer("chat") as m:
+        chunks = chat_chunks(post(m.url + "/v1/chat/completions", _qwen_body(prompt, done, ask))[2])
+        text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+        assert text == "Mock summary."
+    assert [e["event"] for e in m.events] == ["side_request"]
+
+
 def test_chat_qwen_edit_reads_first_in_the_cwd() -> None:
     reply = next_reply("chat", parse_control("SCN=edit"), 0, "/w", dialect_for("chat", ["run_shell_command"]))
     assert reply.tool_names == ["read_file"] and reply.tools[0].args["file_path"] == "/w/hello.py"

@@ -158,6 +158,47 @@ def test_desktop_uses_notify_send_or_osascript_and_skips_silently_without(tmp_pa
     until(lambda: linux.running() == 0 and mac.running() == 0)
 
 
+def test_a_click_on_the_desktop_notification_opens_the_board_at_that_pane(tmp_path: Path) -> None:
+    """notify-send >= 0.7.10 prints the action picked: "default" (the body) or "open" (the button)."""
+    log = tmp_path / "args"
+    answer = tmp_path / "answer"  # what the fake user does: the action to print, or nothing (closed it)
+    fake = script(tmp_path / "notify-send", f"""if [ "$1" = --help ]; then echo '  -A, --action=[NAME=]Text'; exit; fi
+for a in "$@"; do echo "$a"; done > "{log}.tmp"; mv "{log}.tmp" "{log}"
+cat "{answer}"
+""")
+    opened: list[str] = []
+    notifier = Notifier(NotifySettings(backends=("desktop",)), FakeClock(), platform="linux", open_board=opened.append,
+                        which=lambda name: str(fake) if name == "notify-send" else None)
+    for i, picked in enumerate(["default\n", "open\n", ""]):
+        answer.write_text(picked)
+        assert notifier.on_change(f"p{i}", "claude", "working", "blocked", "Proceed?", board_pane=str(i)) == ["desktop"]
+        until(lambda: log.exists() and notifier.running() == 0)
+        assert log.read_text().splitlines() == ["--app-name=panewatch", "--action=default=Open in board",
+                                                "--action=open=Open in board", f"claude needs your answer (p{i})",
+                                                "Proceed?"]
+        log.unlink()
+    assert opened == ["0", "1"]  # the third was closed without a click
+
+    # No board id (a `run` pane not on the board): a plain notification, nothing to click.
+    answer.write_text("default\n")
+    notifier.on_change("p9", "claude", "working", "blocked", board_pane=None)
+    until(lambda: log.exists() and notifier.running() == 0)
+    assert not any(a.startswith("--action") for a in log.read_text().splitlines()) and opened == ["0", "1"]
+    assert not notifier.failures
+
+    # An older notify-send without --action: the plain notification (--action would make it fail).
+    old = script(tmp_path / "old-notify-send", f"""if [ "$1" = --help ]; then echo '  -u, --urgency=LEVEL'; exit; fi
+case "$*" in *--action*) exit 1;; esac; for a in "$@"; do echo "$a"; done > "{log}.tmp"; mv "{log}.tmp" "{log}"
+""")
+    log.unlink()
+    plain = Notifier(NotifySettings(backends=("desktop",)), FakeClock(), platform="linux", open_board=opened.append,
+                     which=lambda name: str(old) if name == "notify-send" else None)
+    plain.on_change("p", "claude", "working", "blocked", board_pane="3")
+    until(lambda: log.exists() and plain.running() == 0)
+    assert log.read_text().splitlines()[0:2] == ["--app-name=panewatch", "claude needs your answer (p)"]
+    assert not plain.failures and opened == ["0", "1"]
+
+
 def test_close_kills_running_children() -> None:
     notifier = Notifier(NotifySettings(backends=(), command="exec sleep 60", command_timeout=60), FakeClock(),
                         which=no_desktop)

@@ -1,4 +1,4 @@
-"""Blocked screens of the real Claude Code, Codex and Gemini captures parse into question + options."""
+"""Blocked screens of the real Claude Code, Codex, Gemini CLI and Qwen Code captures parse into question + options."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from panewatch.core.prompt import ESC, Prompt, parse_prompt
 from panewatch.core.screen import Screen, Snapshot
 from panewatch.golden.cases import bundled_root
 
-AGENTS = {"claude-code": "claude", "codex": "codex", "gemini-cli": "gemini"}
+AGENTS = {"claude-code": "claude", "codex": "codex", "gemini-cli": "gemini", "qwen-code": "qwen"}
 
 
 @cache
@@ -97,6 +97,21 @@ def test_gemini_confirmation_in_a_box() -> None:
     assert summary(prompt) == [(1, "Allow once", "allow_once", "1"), (2, "Allow for this session", "allow_always", "2"),
                                (3, "No, suggest changes", "reject", ESC)]
     assert "touch /tmp/gemini_mock_x" in prompt.body and "│" not in prompt.body
+
+
+def test_qwen_confirmation_without_its_scrollbar() -> None:
+    prompt = last_prompt("qwen-code/0.24.4/bash_120x32")
+    assert prompt.question == "Allow execution of: 'touch'?"
+    assert summary(prompt) == [(1, "Yes, allow once", "allow_once", "1"),
+                               (2, "Always allow run 'touch *' commands in this project", "allow_always", "2"),
+                               (3, "Always allow run 'touch *' commands for this user", "allow_always", "3"),
+                               (4, "No, suggest changes", "reject", ESC)]
+    # 80x24: the history overflows and a scrollbar thumb (█) takes the last column of the dialog's rows.
+    edit = last_prompt("qwen-code/0.24.4/edit_80x24")
+    assert edit.question == "Apply this change?"
+    assert [(o.label, o.kind) for o in edit.options] == [("Yes, allow once", "allow_once"),
+                                                         ("Yes, allow always", "allow_always"),
+                                                         ("No, suggest changes", "reject")]
 
 
 def test_the_verdict_row_is_optional() -> None:

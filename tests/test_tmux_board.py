@@ -18,6 +18,8 @@ from panewatch.board.tmux import dedicated_server
 from tmuxutil import DIALOG, Tmux
 from tmuxutil import tmux as tmux
 
+pytestmark = pytest.mark.needs("tmux")  # tests/components.py: fails without it unless PANEWATCH_SKIP=tmux
+
 
 def tmux_cards() -> list[dict[str, Any]]:
     out = cli("ls", "--json")

@@ -22,6 +22,8 @@ from tmuxutil import tmux as tmux
 
 SHOW_DIALOG = f"cat {shlex.quote(str(DIALOG))}; sleep 600"
 
+pytestmark = pytest.mark.needs("tmux")  # tests/components.py: fails without it unless PANEWATCH_SKIP=tmux
+
 
 class Seen:
     """Every pane the watcher added, and every state change of each."""

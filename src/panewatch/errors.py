@@ -19,6 +19,7 @@
      ├── PatternError (ValueError)            core/pattern.py: a rule pattern RE2 cannot run with re's meaning
      ├── CastError (ValueError)               core/cast.py: not a readable asciicast v2 file
      ├── UpdateError (RuntimeError)           runtime/agents_update.py: the update source cannot be read
+     ├── StoreError                           runtime/waitstore.py: the waits database cannot be used
      ├── RemoteError              .kind       board/rpc.py: the other side of the daemon's socket refused a
      │    │                                   request; .kind is the wire name it sent, .data the reply
      │    ├── ConnectionLost      connection_lost

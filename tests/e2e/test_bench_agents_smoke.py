@@ -1,18 +1,18 @@
-"""`panewatch bench agents` runs end to end (one CLI, one run): a table comes out, no failures."""
+"""`panewatch bench agents` runs end to end (one CLI, one run each way): the table has both columns
+(without and with hooks) filled, no failures."""
 
 from __future__ import annotations
 
 import pytest
 
 from panewatch.lab.bench.agents import run
-from panewatch.testing.homes import find_agents_bin
 
-BIN = find_agents_bin()
-pytestmark = pytest.mark.skipif(BIN is None or not (BIN / "codex").exists(),
-                                reason="pinned agent CLIs not installed: run scripts/install-agents")
+pytestmark = pytest.mark.needs("agents")  # tests/components.py: fails without them unless PANEWATCH_SKIP=agents
 
 
 def test_bench_agents_smoke() -> None:
-    table = run(reps=1, agents=("codex",), hooks=False)
+    table = run(reps=1, agents=("codex",), hooks=True)
     row = next(line for line in table.splitlines() if line.startswith("codex"))
     assert row.rstrip().endswith("-"), table  # the failures column is empty
+    cells = row.split()[1:-2]  # six "median / max" cells: 3 metrics x (screen, + hooks)
+    assert len([c for c in cells if c == "/"]) == 6, table

@@ -3,8 +3,8 @@
 Checks what the unit tests cannot: that Claude accepts the injected settings, that the events we
 subscribe to exist and fire in the expected order with the payloads we read (PermissionRequest
 with the tool name, as the dialog is shown), and that the user's own hooks keep running.
-Skipped without the CLIs (scripts/install-agents). Waits poll with deadlines; times are printed,
-not asserted.
+Needs the pinned CLIs (scripts/install-agents; PANEWATCH_SKIP=agents opts out). Waits poll with
+deadlines; times are printed, not asserted.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ from panewatch.testing.homes import MOCK_KIND, find_agents_bin, prepare
 from panewatch.testing.mock import MockServer
 
 BIN = find_agents_bin()
-pytestmark = pytest.mark.skipif(BIN is None or not (BIN / "claude").exists(),
-                                reason="pinned Claude Code not installed: run scripts/install-agents")
+pytestmark = pytest.mark.needs("agents")  # tests/components.py: fails without them unless PANEWATCH_SKIP=agents
 
 DIALOG = "Do you want to proceed?"
 

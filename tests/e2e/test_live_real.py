@@ -1,15 +1,17 @@
-"""The pinned real Claude Code, Codex and Gemini CLIs under panewatch's live runtime.
+"""The pinned real Claude Code, Codex, Gemini CLI and Qwen Code CLIs under panewatch's live runtime.
 
 * a headless LivePane (live_agents.LiveAgent): the live state timeline scored against the
   scenario's truth (derived from the recording like a capture's: literals + mock tool windows,
   not our classifier); the answer goes through the input guard and the agent carries on;
 * the prose trap never turns blocked;
-* Claude Code with panewatch's hooks: real hook calls reach the runtime's socket and move the state;
+* each CLI with panewatch's hooks (Claude `--settings`, Codex `-c` with their trust, Gemini a
+  per-launch settings file): real hook calls reach the runtime's socket and move the state, and the
+  user's own hooks keep running;
 * `panewatch run` inside an outer pty we own, as a user would run it.
 
-Skipped without the CLIs (scripts/install-agents). Every wait polls with a deadline. Live changes may
-lead (hooks) or lag (detection) the screen a little, so segments are scored with LIVE_GRACE; no
-latency is asserted (`panewatch bench agents` measures them).
+Needs the pinned CLIs (scripts/install-agents; PANEWATCH_SKIP=agents opts out). Every wait polls
+with a deadline. Live changes may lead (hooks) or lag (detection) the screen a little, so segments
+are scored with LIVE_GRACE; no latency is asserted (`panewatch bench agents` measures them).
 """
 
 from __future__ import annotations
@@ -28,23 +30,17 @@ import pytest
 from panewatch.errors import PaneBlockedError
 from panewatch.golden.scoring import score
 from panewatch.runtime.guard import InputGuard
+from panewatch.runtime.hookinject import codex_trust_hash
 from panewatch.testing.agents import LiveAgent
 from panewatch.testing.drive import PtyAgent
-from panewatch.testing.homes import MOCK_KIND, find_agents_bin, prepare
+from panewatch.testing.homes import MOCK_KIND, Launch, find_agents_bin, prepare
 from panewatch.testing.mock import MockServer
 
 BIN = find_agents_bin()
-pytestmark = pytest.mark.skipif(BIN is None, reason="pinned agent CLIs not installed: run scripts/install-agents "
-                                                    "(or set PANEWATCH_AGENTS_BIN to their bin dir)")
-AGENTS = ("claude", "codex", "gemini")
+pytestmark = pytest.mark.needs("agents")  # tests/components.py: fails without them unless PANEWATCH_SKIP=agents
+AGENTS = ("claude", "codex", "gemini", "qwen")
 STARTUP, STEP = 60.0, 45.0
 LIVE_GRACE = 1.0  # seconds a live change may trail or lead the screen's truth at a transition
-
-
-def _need(agent: str) -> None:
-    assert BIN is not None
-    if not (BIN / agent).exists():
-        pytest.skip(f"{agent} not in {BIN}")
 
 
 def _run(make: Callable[[], Awaitable[None]]) -> None:
@@ -60,9 +56,11 @@ def _state_at(timeline: list[tuple[float, str]], t: float) -> str:
     return state
 
 
-def _check_against_truth(agent: LiveAgent) -> None:
+def _check_against_truth(agent: LiveAgent, early: frozenset[str] = frozenset()) -> None:
     """Every truth segment is detected, and where the live state differs from the truth it is within
-    LIVE_GRACE of a truth transition (detection trails the screen, hooks lead it)."""
+    LIVE_GRACE of a truth transition (detection trails the screen, hooks lead it). A state in `early`
+    may lead the truth by any time: the agent reported it before it drew it (Gemini CLI's permission
+    Notification comes up to 2 s before its dialog on a loaded machine)."""
     truth, detected = agent.truth(), agent.detected()
     shown = f"\ntruth    {[(round(t, 2), s) for t, s in truth]}\ndetected {[(round(t, 2), s) for t, s in detected]}"
     for seg in score(truth, detected, truth[-1][0], grace=LIVE_GRACE).scored:
@@ -74,7 +72,8 @@ def _check_against_truth(agent: LiveAgent) -> None:
         if want == "ignore" or want == got:
             continue
         near = any(b - LIVE_GRACE <= lo and hi <= b + LIVE_GRACE for b in bounds)
-        assert near, f"{got} instead of {want} from {lo:.2f}s to {hi:.2f}s" + shown
+        led = got in early and _state_at(truth, next((b for b in bounds if b >= hi), lo)) == got
+        assert near or led, f"{got} instead of {want} from {lo:.2f}s to {hi:.2f}s" + shown
 
 
 async def _bash_turn(agent: LiveAgent) -> None:
@@ -85,8 +84,10 @@ async def _bash_turn(agent: LiveAgent) -> None:
     await agent.submit("SCN=bash DELAY=1 run the scripted scenario")
     blocked = await agent.wait_state("blocked", STEP)
     assert blocked is not None, agent.text()
-    # Hooks can say blocked before the dialog is drawn: a user answers what they see.
-    assert await agent.until(lambda: dialog in agent.first_seen, 10), agent.text()
+    # Hooks can say blocked before the dialog is drawn: a user answers what they see (the whole dialog,
+    # options included: Gemini CLI draws its question a moment before its options).
+    assert await agent.until(lambda: dialog in agent.first_seen and agent.pane.verdict.state == "blocked",
+                             10), agent.text()
     guard = InputGuard(agent.pane, pane_id=agent.pane_id)
     with pytest.raises(PaneBlockedError):
         await guard.send("this must not land in the dialog")
@@ -116,7 +117,6 @@ async def _bash_turn(agent: LiveAgent) -> None:
 
 @pytest.mark.parametrize("name", AGENTS)
 def test_live_pane_bash_answered_through_the_guard(name: str, tmp_path: Path) -> None:
-    _need(name)
     agent = LiveAgent(name, tmp_path)
 
     async def go() -> None:
@@ -124,13 +124,13 @@ def test_live_pane_bash_answered_through_the_guard(name: str, tmp_path: Path) ->
             await _bash_turn(agent)
     _run(go)
     blocked = [c for c in agent.changes if c.new.state == "blocked"]
-    assert len(blocked) == 1 and blocked[0].new.source == "screen", blocked
+    # Without hooks: the screen, or the agent's own OSC 7501 status a moment before it (Claude, Codex).
+    assert len(blocked) == 1 and blocked[0].new.source in ("screen", "terminal"), blocked
     _check_against_truth(agent)
 
 
 @pytest.mark.parametrize("name", AGENTS)
 def test_live_pane_prose_trap_stays_idle(name: str, tmp_path: Path) -> None:
-    _need(name)
     agent = LiveAgent(name, tmp_path)
 
     async def go() -> None:
@@ -144,9 +144,65 @@ def test_live_pane_prose_trap_stays_idle(name: str, tmp_path: Path) -> None:
     _check_against_truth(agent)
 
 
-def test_live_pane_claude_hooks_move_the_state(tmp_path: Path) -> None:
-    _need("claude")
-    agent = LiveAgent("claude", tmp_path, hooks=True)
+@pytest.mark.parametrize("name", ("claude", "codex"))
+def test_live_pane_program_status_osc_7501(name: str, tmp_path: Path) -> None:
+    """Claude Code reports its state in OSC 7501 once the headless pane answers its probe; Codex does
+    unasked. The statuses arrive with the screen they describe and decide the pane (combine row 3)."""
+    agent = LiveAgent(name, tmp_path)
+
+    async def go() -> None:
+        async with agent:
+            await _bash_turn(agent)
+    _run(go)
+    statuses = [(s.state, s.kind) for _, s in agent.pane.machine.program_status]
+    assert ("blocked", "permission") in statuses, statuses
+    first_blocked = statuses.index(("blocked", "permission"))
+    assert "working" in [state for state, _ in statuses[first_blocked:]], statuses  # re-sent at the grant
+    assert statuses[-1][0] in ("done", "clear"), statuses
+    sources = {c.new.source for c in agent.changes}
+    assert "terminal" in sources, [(c.new.state, c.new.source) for c in agent.changes]
+    if name == "claude":  # answering the probe turned Claude's title spinner off (agents/SIGNALS.md)
+        assert all(not c.new.rule or not c.new.rule.startswith("title") for c in agent.changes)
+    _check_against_truth(agent)
+
+
+# The first events each agent's hooks report in the bash scenario (the dialog's report third), and its last.
+HOOK_EVENTS = {
+    "claude": (["UserPromptSubmit", "PreToolUse", "PermissionRequest"], "Stop"),
+    "codex": (["UserPromptSubmit", "PreToolUse", "PermissionRequest"], "Stop"),
+    "gemini": (["BeforeAgent", "BeforeTool", "Notification"], "AfterAgent"),
+}
+
+
+def _users_own_hook(launch: Launch, marker: Path) -> None:
+    """A hook of the user's in their own settings: it must keep running next to panewatch's."""
+    command = f"touch {marker}"
+    if launch.agent == "claude":
+        settings_file = Path(launch.home) / ".claude" / "settings.json"
+        settings = json.loads(settings_file.read_text())
+        settings["hooks"] = {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": command}]}]}
+        settings_file.write_text(json.dumps(settings))
+    elif launch.agent == "codex":  # in config.toml, trusted there (as Codex's review screen would store it)
+        config = Path(launch.extra["config"])
+        key = f"{config}:pre_tool_use:0:0"
+        config.write_text(config.read_text() + f"\n[[hooks.PreToolUse]]\nhooks = [{{type = \"command\", command = "
+                          f"{json.dumps(command)}, timeout = 5}}]\n\n[hooks.state.{json.dumps(key)}]\n"
+                          f"trusted_hash = {json.dumps(codex_trust_hash('PreToolUse', command, 5))}\n")
+    else:
+        settings_file = Path(launch.home) / ".gemini" / "settings.json"
+        settings = json.loads(settings_file.read_text())
+        settings["hooks"] = {"BeforeTool": [{"hooks": [{"type": "command", "command": command}]}]}
+        settings_file.write_text(json.dumps(settings))
+
+
+@pytest.mark.parametrize("name", AGENTS)
+def test_live_pane_hooks_move_the_state_and_the_users_hooks_still_run(name: str, tmp_path: Path) -> None:
+    if name == "gemini" and os.geteuid() != 0:
+        pytest.skip("Gemini CLI reads a per-launch settings file only when it belongs to root")
+    marker = tmp_path / "user-hook-ran"
+    # Claude's probe unanswered: its OSC 7501 status would decide instead of the hooks (combine row 3).
+    agent = LiveAgent(name, tmp_path, hooks=True, setup=lambda launch: _users_own_hook(launch, marker),
+                      program_status=False)
 
     async def go() -> None:
         async with agent:
@@ -156,13 +212,20 @@ def test_live_pane_claude_hooks_move_the_state(tmp_path: Path) -> None:
     assert agent.report_server.accepted >= 4 and not agent.report_server.rejected
     got = [(r.detail.split()[0], r.state, after.state, after.source) for r, after in agent.reports]
     events = [event for event, *_ in got]
-    assert events[:3] == ["UserPromptSubmit", "PreToolUse", "PermissionRequest"] and events[-1] == "Stop", got
+    first, last = HOOK_EVENTS[name]
+    assert events[:3] == first and events[-1] == last, got
+    assert got[2][1] == "blocked", got  # the permission request itself
     for _event, reported, state, source in got:
-        # Each report moved the pane to what it says, unless a blocked screen held it (combine row 2).
-        assert (source, state) in (("hook", "idle" if reported == "done" else reported), ("screen", "blocked")), got
-    # No hook fires for a granted permission: the screen moving on ended PermissionRequest's 'blocked'.
-    assert [c.new.state for c in agent.changes if c.new.state != "exited"][-1] == "idle"
-    _check_against_truth(agent)
+        # Each report moved the pane to what it says, unless a blocked screen held it (combine row 2) or
+        # the agent's own status did (row 3: Codex writes OSC 7501 unasked).
+        assert (source, state) in (("hook", "idle" if reported == "done" else reported), ("screen", "blocked")) \
+            or source == "terminal", got
+    # No hook fires for a granted permission: the screen moving on ended the dialog's 'blocked'.
+    states = [c.new.state for c in agent.changes if c.new.state != "exited"]
+    assert states[-1] == "idle"
+    assert states.count("blocked") == 1, [(c.new.state, c.new.source, c.new.rule) for c in agent.changes]
+    assert marker.exists()  # ours were added next to the user's settings, not instead of them
+    _check_against_truth(agent, early=frozenset({"blocked"}))
 
 
 # -- `panewatch run` in an outer pty -------------------------------------------------------------
@@ -184,7 +247,6 @@ def _wait(cond: Callable[[], bool], timeout: float) -> bool:
 
 @pytest.mark.parametrize("name", AGENTS)
 def test_panewatch_run_bash(name: str, tmp_path: Path) -> None:
-    _need(name)
     from panewatch.testing.capture import PROFILES
 
     profile = PROFILES[name]
@@ -222,6 +284,6 @@ def test_panewatch_run_bash(name: str, tmp_path: Path) -> None:
     between = [e["state"] for e in got if answered < float(str(e["t"])) < final]
     assert "idle" not in between, got
     assert states[-1] in ("idle", "exited") and "idle" in states[first_blocked:], states
-    if name == "claude":  # `run` injected its hooks and they reached its socket
+    if name != "gemini" or os.geteuid() == 0:  # `run` injected its hooks and they reached its socket
         assert any(e["source"] == "hook" for e in got), got
     assert record.stat().st_size > 0

@@ -1,7 +1,8 @@
 """The pinned real CLIs against the mock model servers, in a real pty on the emulated screen.
 
 Needs the CLIs from scripts/install-agents (found through $PANEWATCH_AGENTS_BIN or the install
-cache); skipped otherwise. Every wait polls the screen with a deadline, never a fixed sleep.
+cache); fails without them unless PANEWATCH_SKIP=agents. Every wait polls the screen with a
+deadline, never a fixed sleep.
 """
 
 from __future__ import annotations
@@ -17,9 +18,7 @@ from panewatch.testing.homes import MOCK_KIND, find_agents_bin, prepare
 from panewatch.testing.mock import MockServer
 
 BIN = find_agents_bin()
-pytestmark = pytest.mark.skipif(
-    BIN is None, reason="pinned agent CLIs not installed: run scripts/install-agents "
-                        "(or set PANEWATCH_AGENTS_BIN to their bin dir)")
+pytestmark = pytest.mark.needs("agents")  # tests/components.py: fails without them unless PANEWATCH_SKIP=agents
 
 STARTUP = 60.0  # first start of a CLI on a cold cache can be slow
 STEP = 45.0
@@ -44,8 +43,6 @@ DONE = "scripted scenario '{}' is complete"
 
 def _start(agent: str, tmp_path: Path, mock: MockServer) -> PtyAgent:
     assert BIN is not None
-    if not (BIN / agent).exists():
-        pytest.skip(f"{agent} not in {BIN}")
     launch = prepare(agent, tmp_path / agent, mock.url, bin_dir=BIN)
     pane = PtyAgent(launch.argv, env=launch.env, cwd=launch.cwd, cols=120, rows=32, clock=time.monotonic)
     pane.start()

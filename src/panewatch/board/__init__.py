@@ -13,6 +13,7 @@
     wsession.py   one browser tab's websocket
     client.py     finding / starting the daemon, one-shot calls (`ensure_daemon()`)
     link.py       BoardLink: how a `panewatch run` pane registers (and re-registers)
+    waits.py      BoardWaits: every card's state changes → the waits database (`stats`, the header)
     attach.py     `panewatch attach`: the terminal becomes the pane until the detach key
     static/       the page (board.js, board.css, index.html) and vendor/ (xterm.js, pinned from npm)
 

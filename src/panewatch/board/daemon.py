@@ -7,8 +7,9 @@ the headless panes made by `panewatch new`, and serves the board over HTTP on lo
 Unix-socket operations (JSON lines, see rpc.py), params → result:
 
     info                                        → {url, pid, port, panes, version}; url has no secret
-    login    {launcher?}                         → {url, expires_in, file?}: a one-time sign-in link (security.py);
-                                                  launcher: also a private page forwarding to it, for a browser
+    login    {launcher?, pane?}                  → {url, expires_in, file?}: a one-time sign-in link (security.py);
+                                                  launcher: also a private page forwarding to it; pane: the
+                                                  board opens at that pane (a notification's click), for a browser
     list                                        → {cards}
     new      {argv, name?, cwd?, env?, cols?, rows?, agent?}  → {card}; notified like `run` panes
     send     {pane, text, enter?}                refused while blocked (error pane_blocked + prompt), or
@@ -20,6 +21,8 @@ Unix-socket operations (JSON lines, see rpc.py), params → result:
                                                   and "card" {card}; the client sends "keys" {data}
                                                   and "detach"
     resize   {pane, cols, rows}                  headless panes only
+    report_wrong {pane, expected?}               → {path, …}: the pane's history as a golden case
+    stats    {since?}                           → the waits since `since` (unix time; default 7 days)
     close    {pane}                             kill a headless pane / remove an exited card
     register {card}                             this connection is a `run` pane from now on (link.py)
     shutdown
@@ -42,6 +45,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp import web
 
@@ -54,6 +58,7 @@ from panewatch.board.panes import Hub, LocalPane, RemotePane
 from panewatch.board.rpc import MAX_LINE, Peer, RemoteError
 from panewatch.board.security import LOGIN_TTL, Access, is_loopback, write_launcher, write_secret
 from panewatch.board.tmux import TmuxBoard, TmuxHandle
+from panewatch.board.waits import BoardWaits
 from panewatch.board.watchdog import Watchdog
 from panewatch.board.web import make_app
 from panewatch.core.combine import Report
@@ -62,7 +67,7 @@ from panewatch.errors import PanewatchError
 from panewatch.runtime import paths
 from panewatch.runtime.hooks import PaneHooks, remove_stale_sockets
 from panewatch.runtime.live import LivePane, ManifestWatcher
-from panewatch.runtime.notify import Notifier
+from panewatch.runtime.notify import Notifier, open_board_at
 from panewatch.runtime.settings import load_settings
 
 log = logging.getLogger("panewatch.board")
@@ -96,6 +101,9 @@ class Daemon:
         self.gate = ConnectionGate((limits or Limits()).fit())  # held well below our descriptor limit
         self.pid = os.getpid()
         self.hub = Hub()
+        # Minutes lost waiting: the daemon is the one writer of the waits database (runtime/waitstore.py).
+        self.waits = BoardWaits()
+        self.hub.listeners.add(self.waits.on_card)
         self.stats: Counter[str] = Counter()
         self.clients = 0  # open board tabs
         self.connections: set[_Conn] = set()
@@ -189,10 +197,11 @@ class Daemon:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/"
 
-    def login(self, *, launcher: bool = False) -> dict[str, Any]:
-        """A one-time sign-in link; with `launcher`, also a private page forwarding to it (removed at expiry)."""
+    def login(self, *, launcher: bool = False, pane: str | None = None) -> dict[str, Any]:
+        """A one-time sign-in link; with `launcher`, also a private page forwarding to it (removed at expiry);
+        with `pane`, the board opens at that pane's card."""
         assert self.access is not None
-        url = f"{self.base_url}?token={self.access.mint()}"
+        url = f"{self.base_url}?token={self.access.mint()}" + (f"&pane={quote(pane, safe='')}" if pane else "")
         reply: dict[str, Any] = {"url": url, "expires_in": self.access.login_ttl}
         if launcher:
             path = write_launcher(paths.runtime_dir(), url)
@@ -226,6 +235,7 @@ class Daemon:
             await conn.peer.close()
         await self.tmux.close()
         await self.hub.close()
+        self.waits.close()  # after the hub: the panes' open waits were written as they left
         await self.watchdog.close()
         self.watcher.stop()
         if self._web is not None:
@@ -359,7 +369,10 @@ class Daemon:
             return await self.tmux.new_window(argv, name=spec.name or Path(argv[0]).name, cwd=cwd, env=env,
                                               cols=spec.cols, rows=spec.rows)
         pane_id = self.hub.new_id()
-        argv = await self.hooks.wire(pane_id, argv, env, cwd=cwd, manifests=self.watcher.get)
+        try:
+            argv = await self.hooks.wire(pane_id, argv, env, cwd=cwd, manifests=self.watcher.get)
+        except OSError as exc:  # no hooks for this pane: the screen alone still detects everything
+            log.warning("pane %s: hooks disabled: %s", pane_id, exc)
         pane = LivePane(argv, pane_id=pane_id, cols=spec.cols, rows=spec.rows, env=env, cwd=cwd, agent=agent,
                         headless=True, manifests=self.watcher)
         local = LocalPane(self.hub, pane, name=spec.name or Path(argv[0]).name, cwd=cwd)
@@ -377,10 +390,10 @@ class Daemon:
     def _notify_change(self, local: LocalPane, change: StateChange) -> None:
         """A headless pane has no terminal of its own: the daemon notifies for it (`run` panes notify themselves)."""
         if self.notifier is None:
-            self.notifier = Notifier(self._settings, asyncio.get_running_loop().time)
+            self.notifier = Notifier(self._settings, asyncio.get_running_loop().time, open_board=open_board_at)
         prompt = local.endpoint.prompt
         self.notifier.on_state_change(change, name=local.card.get("name") or change.pane,
-                                      prompt_text=lambda: prompt.text() if prompt else "")
+                                      prompt_text=lambda: prompt.text() if prompt else "", board_pane=local.id)
 
     def _on_report(self, pane_id: str, report: Report) -> None:
         handle = self.hub.panes.get(pane_id)

@@ -23,13 +23,21 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
-from panewatch.board.model import Card, prompt_json, wire_error
+from panewatch.board.model import Card, bad_request, prompt_json, wire_error
 from panewatch.board.rpc import RemoteError
+from panewatch.core.classify import explain
+from panewatch.core.identity import unverified_note
 from panewatch.core.machine import StateChange
+from panewatch.core.manifest import Manifest
 from panewatch.core.prompt import Prompt, parse_prompt
+from panewatch.core.states import STATES
 from panewatch.errors import GuardError
+from panewatch.golden.wrong import WrongState, write_case
+from panewatch.runtime import paths
 from panewatch.runtime.guard import InputGuard
 from panewatch.runtime.live import LivePane
 from panewatch.runtime.tmux_watch import TmuxPane
@@ -68,6 +76,7 @@ class PaneEndpoint:
             self._on_output(data)
 
         pane.on_output = tap
+        pane.on_foreground = self._publish  # the agent's version learnt: the card says if it is unverified
         self._unsubscribe = pane.subscribe(self._on_change)
 
     # -- the card ------------------------------------------------------------------------------
@@ -82,7 +91,16 @@ class PaneEndpoint:
             "since": round(self.since, 3), "prompt": prompt_json(self.prompt) if blocked else None,
             "exit_code": pane.exit_code, "cols": pane.screen.cols, "rows": pane.screen.rows,
             "interactive": not blocked and not pane.exited,
+            **self._version(),
         }
+
+    def _version(self) -> dict[str, str | None]:
+        """`agent_version` (None: not known) and `unverified`: 'not verified for 2.2.0 · tested 2.1.332'."""
+        fg, agent = self.pane.foreground, self.pane.agent
+        version = fg.version if fg is not None and fg.agent_id == agent else None
+        manifest = next((m for m in self.pane.watcher.current() if m.id == agent), None)
+        return {"agent_version": version,
+                "unverified": unverified_note(manifest, version) if manifest is not None else None}
 
     def _publish(self) -> None:
         card = self.card()
@@ -175,6 +193,31 @@ class PaneEndpoint:
         self.pane.resize(cols, rows)  # validated and clamped by the operation (board/ops.py)
         self._publish()
 
+    # -- "this state is wrong" -----------------------------------------------------------------
+
+    async def report_wrong(self, expected: str | None) -> dict[str, Any]:
+        """Save this pane's history as a golden case in the user's corpus (golden/wrong.py); where it is.
+        Taken on the loop (one consistent moment), masked and written in a thread (a few hundred KB)."""
+        if expected is not None and expected not in STATES:
+            raise bad_request(f"expected must be one of {', '.join(STATES)}")
+        pane = self.pane
+        history = pane.machine.history
+        if history is None:
+            raise RemoteError("no_history", f"pane {pane.pane_id} keeps no history")
+        snapshot = pane.snapshot()
+        manifest = pane.watcher.get(pane.agent) if pane.agent else None
+        trace = explain(snapshot, manifest, pane.detector.quarantine)[1] if manifest is not None else None
+        report = WrongState(history.recent(), self.name, pane.agent, pane.state, pane.verdict, snapshot, trace,
+                            expected, time.time(), pane.clock(), _manifest_file(manifest))
+        try:
+            folder = await asyncio.to_thread(write_case, paths.user_corpus_dir(), report)
+        except OSError as exc:
+            raise RemoteError("write_failed", f"cannot save the case: {exc.strerror or exc}") from None
+        log.info("pane %s: wrong-state report saved in %s", pane.pane_id, folder)
+        return {"path": str(folder), "agent": pane.agent, "state": pane.state.state, "expected": expected,
+                "bytes": report.recent.output_bytes, "changes": len(report.recent.changes),
+                "manifest": report.manifest_file}
+
     # -- output for viewers ----------------------------------------------------------------------
 
     def watch(self, viewer: OutputListener) -> tuple[bytes, Callable[[], None]]:
@@ -193,3 +236,12 @@ class PaneEndpoint:
     @property
     def watched(self) -> bool:
         return bool(self._viewers)
+
+
+def _manifest_file(manifest: Manifest | None) -> str | None:
+    """The file `panewatch agents check` takes for `manifest` (a bundled one's inside the package)."""
+    if manifest is None:
+        return None
+    if manifest.origin == "bundled":
+        return str(resources.files("panewatch") / "agents" / Path(manifest.source).name)
+    return manifest.source

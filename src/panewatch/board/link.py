@@ -53,6 +53,7 @@ class BoardLink:
         self.endpoint: PaneEndpoint | None = None
         self.peer: Peer | None = None
         self.registrations = 0
+        self.board_id: str | None = None  # this pane's id on the board, once registered (a notification's click)
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._unwatch: Any = None
@@ -117,7 +118,7 @@ class BoardLink:
         # the daemon registered us are dropped there; the full card follows the reply.
         self.peer = peer
         try:
-            await peer.request("register", card=self.endpoint.card())
+            reply = await peer.request("register", card=self.endpoint.card())
         except RemoteError:
             log.debug("board link: register failed", exc_info=True)
             self.peer = None
@@ -125,6 +126,7 @@ class BoardLink:
             await asyncio.sleep(RETRY_MAX)
             return
         self.registrations += 1  # confirmed: counted on the daemon's reply
+        self.board_id = str(reply["id"]) if isinstance(reply, dict) and "id" in reply else None
         self.endpoint._card = None
         self.endpoint._publish()  # anything that changed while registering
         with contextlib.suppress(asyncio.CancelledError):
@@ -149,6 +151,9 @@ class BoardLink:
         if op == "keys":
             await endpoint.keys(base64.b64decode(str(msg.get("data", ""))), attached=bool(msg.get("attached")))
             return None
+        if op == "report_wrong":
+            expected = msg.get("expected")
+            return await endpoint.report_wrong(expected if isinstance(expected, str) and expected else None)
         if op == "ping":
             return {"card": endpoint.card()}
         raise RemoteError("unknown_op", f"a run pane does not do {op!r}")

@@ -5,7 +5,8 @@ to `panewatch ls --json` unchanged:
 
     {"id", "name", "agent", "cwd", "command", "origin": "run"|"headless", "pid", "state", "source",
      "rule", "detail", "since" (unix time the state began), "prompt": PROMPT|null, "exit_code",
-     "cols", "rows", "interactive"}
+     "cols", "rows", "interactive", "agent_version" (null: not known),
+     "unverified": null | "not verified for 2.2.0 · tested 2.1.332" (the verdict is unchanged)}
 
     PROMPT = {"question", "options": [{"number", "label", "kind", "key"}], "fingerprint", "body"}
 """

@@ -3,7 +3,8 @@ websocket (wsession.py), each parameter validated once, here.
 
     op        params                                       result                                 web
     info      —                                            {url, pid, port, panes, version}; url has no secret
-    login     {launcher?}                                  {url, expires_in, file?}: a one-time sign-in link
+    login     {launcher?, pane?}                           {url, expires_in, file?}: a one-time sign-in link
+                                                           (with pane: the board opens at that pane)
                                                            (security.py); launcher: also a private page
                                                            forwarding to it, for a browser
     list      —                                            {cards}
@@ -13,6 +14,12 @@ websocket (wsession.py), each parameter validated once, here.
     answer    {pane, option, fingerprint}                  {option, cleared, state, prompt_after}  ✓
     resize    {pane, cols, rows}                           — headless panes only                   ✓
     dismiss   {pane}                                       — remove an exited pane's card          ✓
+    report_wrong {pane, expected?}                         {path, agent, state, expected, bytes,   ✓
+                                                           changes, manifest}: the pane's history saved
+                                                           as a golden case (golden/wrong.py)
+    stats     {since?}                                     minutes lost waiting (core/waits.py          ✓
+                                                           summarize) since `since` (unix time; default
+                                                           the last 7 days), with the waits still open
     close     {pane}                                       — kill a headless pane, remove its card
     goto      {pane}                                       — a tmux pane: select it in the user's tmux  ✓
     shutdown  —                                            —
@@ -27,6 +34,7 @@ things and an unknown name is refused the same way on both sides.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -36,6 +44,7 @@ from panewatch.board.limits import ConnectionGate
 from panewatch.board.model import Card, bad_request
 from panewatch.board.panes import Hub, PaneHandle
 from panewatch.board.rpc import RemoteError
+from panewatch.board.waits import DAY, BoardWaits
 from panewatch.core.screen import clamp_size
 
 Message = dict[str, Any]
@@ -65,6 +74,7 @@ class Board(Protocol):
     counters, and what only it can do. They take this, not the daemon (which imports them)."""
 
     hub: Hub
+    waits: BoardWaits
     pid: int
     notify_cooldown: float
     clients: int  # open board tabs
@@ -72,7 +82,7 @@ class Board(Protocol):
     gate: ConnectionGate  # the web side's connection caps (limits.py)
 
     def info(self) -> Message: ...
-    def login(self, *, launcher: bool = False) -> Message: ...
+    def login(self, *, launcher: bool = False, pane: str | None = None) -> Message: ...
     async def new_pane(self, spec: NewPane) -> Card: ...
     async def dismiss(self, pane_id: str, *, kill: bool = False) -> None: ...
     def stop(self) -> None: ...
@@ -129,7 +139,10 @@ async def _login(board: Board, msg: Message) -> Result:
     launcher = msg.get("launcher", False)
     if not isinstance(launcher, bool):
         raise bad_request("launcher must be true or false")
-    return board.login(launcher=launcher)
+    pane = msg.get("pane")
+    if pane is not None and not (isinstance(pane, str) and 0 < len(pane) <= 128 and pane.isprintable()):
+        raise bad_request("pane must be a pane id")
+    return board.login(launcher=launcher, pane=pane)
 
 
 async def _list(board: Board, msg: Message) -> Result:
@@ -158,6 +171,19 @@ async def _answer(board: Board, msg: Message) -> Result:
             or not isinstance(fingerprint, str) or not fingerprint:
         raise bad_request("an answer needs an option and the fingerprint of the prompt it answers")
     return await pane(board, msg).answer(str(option), fingerprint)
+
+
+async def _report_wrong(board: Board, msg: Message) -> Result:
+    return await pane(board, msg).report_wrong(text(msg, "expected") or None)
+
+
+async def _stats(board: Board, msg: Message) -> Result:
+    since = msg.get("since")
+    if since is None:
+        since = time.time() - 7 * DAY
+    if not isinstance(since, int | float) or isinstance(since, bool):
+        raise bad_request("since must be a unix time")
+    return board.waits.summary(float(since))
 
 
 async def _resize(board: Board, msg: Message) -> Result:
@@ -210,6 +236,8 @@ OPS: dict[str, Op] = {
     "answer": Op(_answer, web=True),
     "resize": Op(_resize, web=True),
     "dismiss": Op(_dismiss, web=True),
+    "report_wrong": Op(_report_wrong, web=True),
+    "stats": Op(_stats, web=True),
     "close": Op(_close),
     "goto": Op(_goto, web=True),
     "shutdown": Op(_shutdown),

@@ -34,6 +34,7 @@ class PaneHandle(Protocol):
     async def answer(self, option: str, fingerprint: str) -> dict[str, Any]: ...
     async def keys(self, data: bytes, attached: bool) -> None: ...
     async def resize(self, cols: int, rows: int) -> None: ...
+    async def report_wrong(self, expected: str | None) -> dict[str, Any]: ...
     def watch(self, viewer: Viewer) -> Callable[[], None]: ...
     async def close(self) -> None: ...
 
@@ -137,6 +138,9 @@ class LocalPane:
     async def resize(self, cols: int, rows: int) -> None:
         self.endpoint.resize(cols, rows)
 
+    async def report_wrong(self, expected: str | None) -> dict[str, Any]:
+        return await self.endpoint.report_wrong(expected)
+
     def watch(self, viewer: Viewer) -> Callable[[], None]:
         repaint, unwatch = self.endpoint.watch(lambda data: viewer(data, False))
         viewer(repaint, True)
@@ -198,6 +202,11 @@ class RemotePane:
 
     async def keys(self, data: bytes, attached: bool) -> None:
         await self._call("keys", data=base64.b64encode(data).decode(), attached=attached)
+
+    async def report_wrong(self, expected: str | None) -> dict[str, Any]:
+        # The history is where the pane's screen is: in its `run` process, which writes the case.
+        reply = await self._call("report_wrong", expected=expected)
+        return {k: v for k, v in reply.items() if k not in ("re", "ok")}
 
     async def resize(self, cols: int, rows: int) -> None:
         raise RemoteError("not_resizable", "a `panewatch run` pane takes its size from its own terminal")

@@ -18,7 +18,8 @@
 * Only GET and HEAD exist; there is no CORS at all (no Access-Control-* header is ever sent),
   and every response forbids framing, sniffing, caching and referrers.
 * Secrets have a recognisable shape (`pwb_…` login tokens, `pwc_…` cookies) so `redact()` can
-  take them out of any text bound for a log, whatever carried them there.
+  take them out of any text bound for a log, whatever carried them there (the shapes live with
+  every other secret shape in core/redact.py, which also masks wrong-state reports).
 """
 
 from __future__ import annotations
@@ -28,12 +29,13 @@ import hmac
 import html
 import ipaddress
 import os
-import re
 import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
+
+from panewatch.core import redact as redaction
 
 LOOPBACK_NAMES = ("localhost",)
 LOGIN_PREFIX, COOKIE_PREFIX = "pwb_", "pwc_"
@@ -51,11 +53,6 @@ SECURITY_HEADERS = {
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Resource-Policy": "same-origin",
 }
-# What a log line must never show: our secrets by their shape, and the value of any `token=`
-# (percent-encoded or not, any case) or board cookie, should something else carry one.
-_SECRET = re.compile(r"(pw[bc]_)[A-Za-z0-9_-]*"
-                     r"|((?:t|%74)(?:o|%6f)(?:k|%6b)(?:e|%65)(?:n|%6e)\s*(?:=|%3d)\s*)[^\s&;'\"\\]*"
-                     r"|(panewatch_board_\d*\s*=\s*)[^\s;'\"\\]*", re.IGNORECASE)
 _LAUNCHER_PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">
 <meta http-equiv="refresh" content="0;url={url}"><title>panewatch board</title></head>
@@ -74,8 +71,9 @@ def is_loopback(host: str) -> bool:
 
 
 def redact(text: str) -> str:
-    """`text` with every board secret (and anything passed as a token or board cookie) blanked out."""
-    return _SECRET.sub(lambda m: (m.group(1) or m.group(2) or m.group(3)) + "<redacted>", text)
+    """`text` with every secret blanked out: the board's (and anything passed as a token or board
+    cookie) and every other shape core/redact.py knows (API keys, bearer tokens, KEY=… assignments)."""
+    return redaction.redact(text)
 
 
 def write_secret(path: Path, value: str) -> None:

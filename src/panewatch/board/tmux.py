@@ -104,6 +104,9 @@ class TmuxHandle:
     async def keys(self, data: bytes, attached: bool) -> None:
         await self.endpoint.keys(data, attached=attached)
 
+    async def report_wrong(self, expected: str | None) -> dict[str, Any]:
+        return await self.endpoint.report_wrong(expected)
+
     async def resize(self, cols: int, rows: int) -> None:
         raise RemoteError("not_resizable", "a tmux pane takes its size from tmux (panewatch never changes a layout)")
 

@@ -6,7 +6,8 @@ Every request passes `guard` first (see security.py for the why of each check):
     foreign Origin                 → 403
     websocket without Origin       → 403
     not GET/HEAD                   → 405
-    GET /?token=ONE-TIME           → the session cookie, and a page that moves on to / (the token is spent)
+    GET /?token=ONE-TIME           → the session cookie, and a page that moves on to / (the token is spent);
+                                     &pane=ID: on to /#pane=ID, where the board selects that pane
     /?token=ANY, already signed in → that page again (a used link opened again)
     /?token=SPENT/EXPIRED/WRONG    → 403
     no (or a wrong) cookie         → 401
@@ -15,11 +16,13 @@ Every request passes `guard` first (see security.py for the why of each check):
 
 from __future__ import annotations
 
+import html
 import json
 import mimetypes
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from pathlib import Path
+from urllib.parse import quote
 
 from aiohttp import web
 
@@ -34,9 +37,9 @@ STATIC = Path(str(resources.files("panewatch.board") / "static"))
 _DENIED_PAGE = """<!doctype html><meta charset="utf-8"><title>panewatch board</title>
 <body style="font-family:sans-serif;margin:3em"><h1>panewatch board: {title}</h1><p>{text}</p></body>"""
 
-_SIGNED_IN_PAGE = """<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=/">
+_SIGNED_IN_PAGE = """<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={target}">
 <title>panewatch board</title><body style="font-family:sans-serif;margin:3em"><p>Signed in.
-<a href="/">Open the board</a>.</p></body>"""
+<a href="{target}">Open the board</a>.</p></body>"""
 
 
 def _denied(status: int, title: str, text: str) -> web.Response:
@@ -77,7 +80,10 @@ def make_app(board: Board, access: Access) -> web.Application:
                                                       "<code>panewatch board</code> for a new one.")
             # Not a 303: a redirect keeps the initiator of the navigation (a launcher file, another site),
             # and the browser then holds back our SameSite=Strict cookie. A hop from our own page does not.
-            response = web.Response(text=_SIGNED_IN_PAGE, content_type="text/html")
+            pane = request.query.get("pane", "")
+            target = f"/#pane={quote(pane, safe='')}" if 0 < len(pane) <= 128 and pane.isprintable() else "/"
+            response = web.Response(text=_SIGNED_IN_PAGE.format(target=html.escape(target, quote=True)),
+                                    content_type="text/html")
             if redeemed:
                 response.set_cookie(access.cookie_name, access.cookie_value, httponly=True, samesite="Strict",
                                     path="/")

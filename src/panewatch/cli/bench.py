@@ -47,7 +47,7 @@ def register(sub: Any) -> None:
     q.set_defaults(func=_runner("panewatch.lab.bench.board", "panes", "seconds", "seed"))
     q = benches.add_parser("agents", help="live latencies with the pinned real CLIs: dialog drawn -> blocked, answer")
     q.add_argument("--reps", type=int, default=3)
-    q.add_argument("--no-hooks", dest="hooks", action="store_false", help="skip the Claude Code + hooks row")
+    q.add_argument("--no-hooks", dest="hooks", action="store_false", help="skip the runs with hooks")
     q.set_defaults(func=_runner("panewatch.lab.bench.agents", "reps", "hooks"))
     q = benches.add_parser("hook", help="wall time of the hook command (`panewatch pane report`) per call")
     q.add_argument("-n", type=int, default=100)

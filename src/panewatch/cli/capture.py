@@ -60,9 +60,9 @@ def register(sub: Any) -> None:
                                    "server, drives the scenario, and writes ROOT/<agent>/<version>/<case>/"
                                    "{session.cast,truth.json}. The truth comes from the scenario, literal dialog "
                                    "strings and the mock's events, never from panewatch's classifier.")
-    p.add_argument("--agent", choices=("claude", "codex", "gemini"))
+    p.add_argument("--agent", choices=("claude", "codex", "gemini", "qwen"))
     p.add_argument("--scenario",
-                   help="bash, edit, write, plan, ask, multi, trap (what the agent supports), "
+                   help="bash, edit, write, plan, ask, multi, trap (what the agent supports), slow, text, "
                         "a comma-separated list, or 'all'")
     p.add_argument("--size", type=_size, default=(120, 32), metavar="COLSxROWS", help="default 120x32")
     p.add_argument("--inline", action="store_true",

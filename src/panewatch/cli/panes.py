@@ -110,6 +110,8 @@ def cmd_ls(ns: argparse.Namespace) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for i, row in enumerate(rows):
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1])
+        if i and cards[i - 1].get("unverified"):  # the agent's version is outside the manifest's verified ones
+            print(f"    {cards[i - 1]['unverified']}")
         if i and cards[i - 1]["state"] == "blocked":
             print("\n".join(prompt_lines(cards[i - 1].get("prompt"))))
     return 0

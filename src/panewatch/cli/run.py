@@ -19,15 +19,18 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from panewatch.core.machine import StateChange
 from panewatch.core.prompt import parse_prompt
 from panewatch.runtime.hooks import PaneHooks, remove_stale_sockets
 from panewatch.runtime.live import LivePane, ManifestWatcher
-from panewatch.runtime.notify import Notifier
+from panewatch.runtime.notify import Notifier, open_board_at
 from panewatch.runtime.settings import load_settings
 from panewatch.runtime.terminal import InputPump, OuterTerminal, OutputGate, forward_signal, isatty
+
+if TYPE_CHECKING:
+    from panewatch.board.link import BoardLink
 
 
 def register(subparsers: Any) -> None:
@@ -179,13 +182,14 @@ class _Runner:
         if not self.ns.no_hooks:
             try:
                 argv = await hooks.wire(pane_id, argv, env, cwd=os.getcwd(), manifests=self.watcher.get)
-            except OSError as exc:  # no socket, no hooks: the screen alone still detects everything
-                self.errors.append(f"panewatch run: hooks disabled, no report socket: {exc}")
+            except OSError as exc:  # no socket (or no way for this agent): the screen alone still detects
+                self.errors.append(f"panewatch run: hooks disabled: {exc}")
         cols, rows = self.terminal.size()
         pane = LivePane(argv, pane_id=pane_id, cols=cols, rows=rows, env=env, agent=self.ns.agent, headless=False,
                         manifests=self.watcher, record=self.record, events=self.events, on_output=gate.child,
                         on_error=self.errors.append, tcattrs=self.terminal.child_modes())
-        notifier, on_change = _notifier(pane, gate, self.errors)
+        links: list[BoardLink] = []  # a notification's click opens the board at the id the link registered
+        notifier, on_change = _notifier(pane, gate, self.errors, lambda: links[0].board_id if links else None)
         pane.subscribe(on_change)
         try:
             pane.start()
@@ -199,6 +203,7 @@ class _Runner:
 
         link = BoardLink(pane, name=pane_id, command=shlex.join(self.argv))
         link.start()
+        links.append(link)
 
         def follow_size() -> None:
             pane.resize(*self.terminal.size())
@@ -231,16 +236,18 @@ class _Runner:
             await hooks.close()
 
 
-def _notifier(pane: LivePane, gate: OutputGate, errors: list[str]) -> tuple[Notifier, Callable[[StateChange], None]]:
+def _notifier(pane: LivePane, gate: OutputGate, errors: list[str],
+              board_pane: Callable[[], str | None]) -> tuple[Notifier, Callable[[StateChange], None]]:
     """Notifications for this pane; the terminal backend writes through `gate`, between CMD's sequences."""
     settings = load_settings()
     errors.extend(f"panewatch: {warning}" for warning in settings.warnings)
     # The terminal backend only where a terminal shows it: never into a file or pipe CMD's output goes to.
     writer = gate.own if isatty(gate.fd) else None
-    notifier = Notifier(settings, asyncio.get_running_loop().time, terminal_writer=writer)
+    notifier = Notifier(settings, asyncio.get_running_loop().time, terminal_writer=writer, open_board=open_board_at)
 
     def on_change(change: StateChange) -> None:
-        notifier.on_state_change(change, prompt_text=lambda: parse_prompt(pane.snapshot(), pane.verdict).text())
+        notifier.on_state_change(change, prompt_text=lambda: parse_prompt(pane.snapshot(), pane.verdict).text(),
+                                 board_pane=board_pane())
 
     return notifier, on_change
 

@@ -34,8 +34,9 @@ def register(subparsers: Any) -> None:
         description="Run the daemon that every `panewatch run` registers with, that owns headless panes "
                     "(`panewatch new`) and serves the sessions board on loopback. `panewatch board` and "
                     "`panewatch run` start it in the background when needed.")
-    serve.add_argument("--port", type=int, default=int(os.environ.get("PANEWATCH_BOARD_PORT") or 0),
-                       help="the board's TCP port (default: $PANEWATCH_BOARD_PORT, else any free port)")
+    serve.add_argument("--port", type=int, default=None,
+                       help="the board's TCP port (default: $PANEWATCH_BOARD_PORT, else `[board] port` in "
+                            "config.toml, else any free port)")
     serve.add_argument("--host", default="127.0.0.1", help="a loopback address (default 127.0.0.1); "
                                                            "other addresses are refused")
     serve.add_argument("--idle-exit", type=float, metavar="SECONDS",
@@ -49,6 +50,7 @@ def register(subparsers: Any) -> None:
     board = subparsers.add_parser("board", help="open the sessions board in a browser and print a one-time link "
                                                 "to it, starting the daemon if needed")
     board.add_argument("--no-open", action="store_true", help="print the one-time link only, do not open a browser")
+    board.add_argument("--pane", metavar="ID", help="open the board at this pane (a notification's click does)")
     board.add_argument("--json", action="store_true",
                        help="print {url (one-time link), base, pid, port, panes} as JSON")
     board.set_defaults(func=cmd_board)
@@ -63,6 +65,11 @@ def cmd_serve(ns: argparse.Namespace) -> int:
     _more_files()
     try:
         limits = Limits.from_env()
+    except ValueError as exc:
+        print(f"panewatch serve: {exc}", file=sys.stderr)
+        return 2
+    try:
+        ns.port, ns.port_from = board_port(ns.port)
     except ValueError as exc:
         print(f"panewatch serve: {exc}", file=sys.stderr)
         return 2
@@ -87,7 +94,8 @@ async def _serve(ns: argparse.Namespace, limits: Limits) -> int:
         print(f"panewatch serve: {exc} (`panewatch board` prints its URL)", file=sys.stderr)
         return EXIT_ALREADY_RUNNING
     except OSError as exc:
-        print(f"panewatch serve: cannot listen on {ns.host}:{ns.port}: {exc.strerror or exc}", file=sys.stderr)
+        source = f" (the port is from {ns.port_from})" if ns.port_from else ""
+        print(f"panewatch serve: cannot listen on {ns.host}:{ns.port}{source}: {exc.strerror or exc}", file=sys.stderr)
         return 1
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -101,6 +109,22 @@ async def _serve(ns: argparse.Namespace, limits: Limits) -> int:
     finally:
         await daemon.close()
     return 0
+
+
+def board_port(arg: int | None) -> tuple[int, str]:
+    """The port to listen on and where it came from: --port, else $PANEWATCH_BOARD_PORT, else `[board] port`."""
+    if arg is not None:
+        return arg, "--port"
+    env = os.environ.get("PANEWATCH_BOARD_PORT", "").strip()
+    if env:
+        try:
+            return int(env), "PANEWATCH_BOARD_PORT"
+        except ValueError:
+            raise ValueError(f"PANEWATCH_BOARD_PORT={env!r} is not a port number") from None
+    from panewatch.runtime.settings import load_settings
+
+    settings = load_settings()
+    return settings.board.port, f"[board] port in {settings.path}" if settings.board.port else ""
 
 
 def _more_files() -> None:
@@ -139,7 +163,9 @@ def cmd_board(ns: argparse.Namespace) -> int:
     async def ask() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
         info = await client.call("info", autostart=True, timeout=client.START_TIMEOUT)
         # Two links: the browser spends its own, so the printed one still works elsewhere.
-        return info, await client.call("login"), await client.call("login", launcher=True) if opening else None
+        pane = {"pane": ns.pane} if ns.pane else {}
+        return info, await client.call("login", **pane), (await client.call("login", launcher=True, **pane)
+                                                          if opening else None)
 
     try:
         info, link, launcher = asyncio.run(ask())

@@ -74,6 +74,14 @@ def parse_cast(lines: Iterator[str] | list[str], name: str = "<cast>") -> Cast:
     return Cast(CastHeader(width, height, header), tuple(events))
 
 
+def cast_lines(cast: Cast) -> Iterator[str]:
+    """The lines of `cast` as a .cast file holds them. Output that is not valid UTF-8 (surrogateescape
+    characters) stays as is: write them with errors="surrogateescape", as `read_cast` reads."""
+    yield json.dumps(cast.header.raw, ensure_ascii=False) + "\n"
+    for e in cast.events:
+        yield json.dumps([e.t, e.kind, e.data], ensure_ascii=False) + "\n"
+
+
 def read_cast(path: Path | str) -> Cast:
     path = Path(path)
     with path.open(encoding="utf-8", errors="surrogateescape") as fh:

@@ -3,25 +3,38 @@
 Four signals describe a pane; this module decides which one speaks. Read top to bottom, first
 row that applies wins:
 
-    ┌───┬──────────────────────────────────────────────┬───────────┬──────────────────────────────┐
-    │ # │ condition                                    │ source    │ state                        │
-    ├───┼──────────────────────────────────────────────┼───────────┼──────────────────────────────┤
-    │ 1 │ agent_running is False (shell back in front) │ "process" │ exited                       │
-    │ 2 │ screen verdict is blocked                    │ "screen"  │ blocked                      │
-    │ 3 │ a fresh report (hook or ACP, see below)      │ its own   │ report state (done → idle)   │
-    │ 4 │ otherwise                                    │ "screen"  │ screen verdict (working/idle)│
-    └───┴──────────────────────────────────────────────┴───────────┴──────────────────────────────┘
+    ┌───┬──────────────────────────────────────────────┬────────────┬──────────────────────────────┐
+    │ # │ condition                                    │ source     │ state                        │
+    ├───┼──────────────────────────────────────────────┼────────────┼──────────────────────────────┤
+    │ 1 │ agent_running is False (shell back in front) │ "process"  │ exited                       │
+    │ 2 │ screen verdict is blocked                    │ "screen"   │ blocked                      │
+    │ 3 │ a program status in force (OSC 7501)         │ "terminal" │ its state (done → idle)      │
+    │ 4 │ a fresh report (hook or ACP, see below)      │ its own    │ report state (done → idle)   │
+    │ 5 │ otherwise                                    │ "screen"   │ screen verdict (working/idle)│
+    └───┴──────────────────────────────────────────────┴────────────┴──────────────────────────────┘
 
 A report is *fresh* while all of these hold:
   * it is the latest report (the caller keeps only the newest: a newer report supersedes it);
-  * the screen has not changed since it arrived (`report.t >= screen_changed_at`). No hook fires
-    when the user grants a permission, so a hook 'blocked' must end as soon as the screen moves;
+  * the screen has not changed since it arrived (`screen_changed_at <= report.t`), or it is still
+    within REPORT_SETTLE seconds of arriving (for 'blocked' and 'done': changes that soon are the
+    agent drawing what it just reported). The settling ends early once the screen has shown the
+    report's state (`screen_agreed`: the dialog is drawn, the idle composer is back); once it is
+    over, a change during it counts too, so nothing is held by it for longer. No hook fires when
+    the user grants a permission, so a hook 'blocked' must end as soon as the screen moves on;
   * it is younger than REPORT_MAX_AGE for its state (None = no limit).
 
 Why this order:
-  * Row 2 before 3 — a blocked screen is never overridden: the dialog is *there*, whatever a hook
+  * Row 3 (program status) — Claude Code 2.1.332, told by its terminal that the "program status"
+    protocol is understood (a headless pane answers its `OSC 7501 ; ?` probe), reports its own state
+    in its output: idle, working, blocked (kind=permission, msg "approve Bash: …"), done, clear. It
+    arrives in band, in order with the screen it describes (no socket race), ~70 ms before the
+    dialog's rows, and — unlike hooks — it is re-sent when a permission is granted (blocked →
+    working), so a screen change does not end it: only a newer status, `clear`, or a frozen screen
+    older than REPORT_MAX_AGE does. It beats a hook report for the same reason; a blocked screen
+    still beats it (row 2: a dialog the status does not cover, e.g. a modal at start, is *there*).
+  * Row 2 before 3 and 4 — a blocked screen is never overridden: the dialog is *there*, whatever a hook
     said a moment earlier (PreToolUse 'working' fires ~0.1 s before Claude draws its prompt).
-  * Row 3 before 4 — a report is the agent telling us what it does, so it beats a screen guess
+  * Row 4 before 5 — a report is the agent telling us what it does, so it beats a screen guess
     until the screen moves again; e.g. a PermissionRequest / Notification 'blocked' while the
     screen's rules see only 'working' or 'idle' (a dialog the manifest does not know yet).
   * Row 1 first — the published order puts "shell back in the foreground" below the screen and
@@ -35,6 +48,15 @@ blanked out, title excluded. Claude Code blinks the running tool's ● every ~0.
 waits and Codex flips its title between '[ ! ]' and '[ . ]'; if those counted, a hook's 'blocked'
 would be dropped within a second although nothing happened. Erasing a dialog, a new line of
 output or a ticking "(5s ·" timer do count.
+
+Why REPORT_SETTLE: Gemini CLI 0.61.0 fires Notification(ToolPermission) 0.4-0.7 s before it draws
+the dialog (more under load), and AfterAgent ~0.1 s before its last redraw; taking those redraws as
+"the screen moved on" made the pane flicker blocked → working → blocked and idle → working → idle
+(measured live, hooks e2e). Nobody answers a dialog before it is drawn, and once it is drawn the
+screen agrees and the settling is over, so an answer still ends the report at once (Codex: answer →
+left 22 ms with hooks, `bench agents`). A dialog the rules do not know never agrees: answered within
+the settling time, it is left at its end (the PaneMachine schedules a check then). 'working' gets
+no settling time: the spinner-less error screen of a turn that failed at once is the better guess.
 
 Report ages (REPORT_MAX_AGE): 'blocked', 'idle' and 'done' never expire by time — a dialog or an
 idle prompt can wait for hours on an unchanging screen, and only a screen change (or a newer
@@ -62,13 +84,22 @@ REPORT_MAX_AGE: dict[ReportState, float | None] = {
 }
 
 
+# Seconds after a report during which screen changes are the agent drawing what it reported.
+REPORT_SETTLE: dict[ReportState, float] = {
+    "blocked": 2.0,
+    "working": 0.0,
+    "idle": 0.0,
+    "done": 2.0,
+}
+
+
 @dataclass(frozen=True)
 class Report:
     """What the agent itself said, via a hook or ACP. `t` is on the live loop's clock."""
 
     state: ReportState
     t: float
-    source: Source  # "hook" | "acp"
+    source: Source  # "hook" | "acp" | "terminal"
     detail: str = ""
 
 
@@ -94,12 +125,20 @@ def screen_key(snapshot: Snapshot) -> tuple[str, ...]:
     return tuple(_SPINNER.sub(" ", _BLINK.sub(r"\1 ", row)).rstrip() for row in snapshot.rows)
 
 
-def report_is_fresh(report: Report, screen_changed_at: float, now: float) -> bool:
+def report_is_fresh(report: Report, screen_changed_at: float, now: float, screen_agreed: bool = False) -> bool:
     """True while `report` still speaks for the pane (see the module docstring)."""
-    if report.t < screen_changed_at:  # the screen moved after the report: superseded
-        return False
+    settle = 0.0 if screen_agreed else REPORT_SETTLE.get(report.state, 0.0)
+    if screen_changed_at > report.t and now >= report.t + settle:
+        return False  # the screen moved after the report (and it is not the agent drawing it): superseded
     max_age = REPORT_MAX_AGE.get(report.state)
     return max_age is None or now - report.t <= max_age
+
+
+def status_is_fresh(status: Report, screen_changed_at: float, now: float) -> bool:
+    """True while a program status speaks for the pane: until a newer one (the caller keeps the latest),
+    except 'working' on a screen frozen for longer than REPORT_MAX_AGE (a hung agent)."""
+    max_age = REPORT_MAX_AGE.get(status.state)
+    return max_age is None or now - max(status.t, screen_changed_at) <= max_age
 
 
 def combine(
@@ -108,13 +147,20 @@ def combine(
     report: Report | None,
     agent_running: bool | None,
     now: float,
+    screen_agreed: bool = False,
+    status: Report | None = None,
 ) -> PaneState:
-    """The pane's state from its screen verdict, its latest report and its foreground process."""
+    """The pane's state from its screen verdict, its latest report and its foreground process.
+    `screen_agreed`: the screen has shown the report's state since it arrived (its settling is over).
+    `status`: the program's latest OSC 7501 status (source "terminal"), None once it said `clear`."""
     if agent_running is False:
         return PaneState("exited", "process", None, "shell back in the foreground")
     if screen.state == "blocked":
         return PaneState("blocked", "screen", screen.rule, screen.matched)
-    if report is not None and report.state in REPORT_STATES and report_is_fresh(report, screen_changed_at, now):
+    if status is not None and status.state in REPORT_STATES and status_is_fresh(status, screen_changed_at, now):
+        return PaneState("idle" if status.state == "done" else status.state, status.source, None, status.detail)
+    if (report is not None and report.state in REPORT_STATES
+            and report_is_fresh(report, screen_changed_at, now, screen_agreed)):
         state = "idle" if report.state == "done" else report.state
         return PaneState(state, report.source, None, report.detail)
     return PaneState(screen.state, "screen", screen.rule, screen.matched)

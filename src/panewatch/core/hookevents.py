@@ -1,5 +1,5 @@
 """What an agent's hook events say about its pane: data, shared by the hook settings panewatch adds
-to a launch (hooks.py), the hook client (paneclient.py) and replays of recorded hook reports.
+to a launch (runtime/hookinject.py), the hook client (paneclient.py) and replays of recorded hook reports.
 
 Claude Code 2.1.332 hook events used (checked against the pinned CLI's bundle and DESIGN.md):
 
@@ -16,6 +16,38 @@ Claude Code 2.1.332 hook events used (checked against the pinned CLI's bundle an
 Not used: SessionStart/SessionEnd (the process signal knows about exits; SessionStart also fires
 after an auto-compaction mid-turn), SubagentStart/SubagentStop, Pre/PostCompact, Setup, config and
 worktree events: none says whether the user is needed.
+
+Codex CLI 0.171.0 (config `[hooks]`, Claude-shaped payloads; observed with the pinned binary against
+the mock, tests/e2e/test_agent_hooks_real.py):
+
+    UserPromptSubmit, PreToolUse, PostToolUse         → working   (PreToolUse fires ~50 ms before
+                                                                   PermissionRequest for a call that asks)
+    PermissionRequest                                 → blocked   (fires as the approval overlay opens;
+                                                                   Codex draws nothing else while it
+                                                                   waits, only its title blinks)
+    Stop                                              → done      (the turn's last message is out)
+    Interrupt                                         → done      (Esc ended the turn: Stop does not fire
+                                                                   then, and the composer is back)
+
+Not used: SessionStart (lazy: it fires at the first prompt, and again after /clear), SessionEnd (the
+process signal), PreModelRequest (every model call, says nothing new), Pre/PostCompact, Subagent*.
+Nor `notify`: it is one program for the whole config (ours would replace the user's own), and its
+only event, agent-turn-complete, is what Stop already reports.
+
+Gemini CLI 0.61.0 (settings.json `hooks`; observed the same way):
+
+    BeforeAgent, BeforeTool, AfterTool                → working   (BeforeTool fires before the
+                                                                   confirmation: the dialog is not up yet)
+    Notification                                      → by its notification_type: ToolPermission →
+                                                        blocked (fires ~0.1 s after BeforeTool, as
+                                                        "Allow execution of …?" is drawn)
+    AfterAgent                                        → done      (the turn's final response is out)
+
+Not used: BeforeModel/AfterModel (AfterModel fires for every streamed chunk: a process per chunk),
+BeforeToolSelection, SessionStart/SessionEnd, PreCompress: none says whether the user is needed.
+
+A notification that is not a permission request (or an MCP question) is never `blocked`: the types
+not listed in NOTIFICATION_STATES report nothing.
 
 Kept free of imports that cost at run time: the hook client imports this module on every hook call.
 """
@@ -44,22 +76,53 @@ CLAUDE_HOOK_STATES: dict[str, ReportState | None] = {
 CLAUDE_TOOL_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure",
                                 "PermissionDenied"})
 
-# Claude Code's Notification hook: notification_type -> state. Types not listed (auth_success,
+CODEX_HOOK_STATES: dict[str, ReportState | None] = {
+    "UserPromptSubmit": "working",
+    "PreToolUse": "working",
+    "PermissionRequest": "blocked",
+    "PostToolUse": "working",
+    "Stop": "done",
+    "Interrupt": "done",
+}
+
+GEMINI_HOOK_STATES: dict[str, ReportState | None] = {
+    "BeforeAgent": "working",
+    "BeforeTool": "working",
+    "AfterTool": "working",
+    "Notification": None,
+    "AfterAgent": "done",
+}
+
+# The agents panewatch adds hooks to at launch, and the events it subscribes to for each.
+HOOK_STATES: dict[str, dict[str, ReportState | None]] = {
+    "claude": CLAUDE_HOOK_STATES,
+    "codex": CODEX_HOOK_STATES,
+    "gemini": GEMINI_HOOK_STATES,
+}
+
+# A Notification hook's notification_type -> state. Types not listed (Claude's auth_success,
 # elicitation_complete, ...) say nothing about the pane's state and are not reported.
 NOTIFICATION_STATES: dict[str, ReportState] = {
-    "permission_prompt": "blocked",
-    "elicitation_dialog": "blocked",  # an MCP server asks the user a question
+    "permission_prompt": "blocked",  # Claude Code
+    "elicitation_dialog": "blocked",  # Claude Code: an MCP server asks the user a question
     "elicitation_url_dialog": "blocked",
-    "idle_prompt": "idle",  # "Claude is waiting for your input" after a quiet minute
+    "idle_prompt": "idle",  # Claude Code: "Claude is waiting for your input" after a quiet minute
+    "ToolPermission": "blocked",  # Gemini CLI: a tool call waits for the user's confirmation
 }
 
 
-def claude_hook_state(event: str, notification_type: str | None = None) -> ReportState | None:
-    """The state panewatch's hook reports for one Claude Code hook event; None: it reports nothing."""
-    if event not in CLAUDE_HOOK_STATES:
+def hook_state(agent: str, event: str, notification_type: str | None = None) -> ReportState | None:
+    """The state panewatch's hook reports for one hook event of `agent`; None: it reports nothing."""
+    states = HOOK_STATES.get(agent, {})
+    if event not in states:
         return None
-    state = CLAUDE_HOOK_STATES[event]
+    state = states[event]
     return state if state is not None else NOTIFICATION_STATES.get(notification_type or "")
+
+
+def claude_hook_state(event: str, notification_type: str | None = None) -> ReportState | None:
+    """hook_state() for Claude Code (the agent whose golden cases record hooks)."""
+    return hook_state("claude", event, notification_type)
 
 
 def hook_detail(event: object, payload: object) -> str:

@@ -1,7 +1,8 @@
 """Which agent a process is, from its name and command line: pure (no process is looked at here).
 
 The runtime (runtime/process.py) reads the foreground group's processes with psutil, a tmux client
-reads `#{pane_current_command}`; both ask this module what the names mean.
+reads `#{pane_current_command}`; both ask this module what the names mean. Which version of the
+agent runs is read by runtime/version.py; whether the manifest was verified on it is said here.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import PurePath
 
-from panewatch.core.manifest import Manifest
+from panewatch.core.manifest import VERSION_RE, Manifest
 
 SHELLS = frozenset({
     "sh", "bash", "zsh", "fish", "dash", "ash", "ksh", "mksh", "oksh", "loksh", "yash", "tcsh", "csh",
@@ -34,6 +35,11 @@ def base_name(name: str) -> str:
 def is_interpreter(name: str) -> bool:
     base = base_name(name)
     return base in INTERPRETERS or base.startswith(("python", "node", "ruby", "perl"))
+
+
+def script_of(cmdline: Iterable[str]) -> str | None:
+    """The script an interpreter runs (`node …/cli.js` → …/cli.js; `python -m aider` → aider)."""
+    return _script(tuple(cmdline))
 
 
 def _script(cmdline: tuple[str, ...]) -> str | None:
@@ -92,3 +98,19 @@ def match_agent(name: str, cmdline: Iterable[str], manifests: Iterable[Manifest]
 
 def is_shell_name(name: str) -> bool:
     return base_name(name) in SHELLS
+
+
+def parse_version(text: str) -> str | None:
+    """The version in a CLI's `--version` output: '2.1.332 (Claude Code)', 'codex-cli 0.171.0', '0.61.0'."""
+    found = VERSION_RE.search(text)
+    return found.group(0) if found else None
+
+
+def unverified_note(manifest: Manifest, version: str | None) -> str | None:
+    """'not verified for 2.2.0 · tested 2.1.332' when the running version is outside the versions the
+    manifest was verified on; None when it is one of them, or when the version is unknown (nothing to
+    warn about that we know). Says so; never changes a verdict."""
+    if version is None or (manifest.verified and version in manifest.versions):
+        return None
+    tested = ", ".join(manifest.versions) if manifest.verified and manifest.versions else "no version"
+    return f"not verified for {version} · tested {tested}"

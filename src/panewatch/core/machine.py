@@ -11,6 +11,8 @@ Everything that decides what `combine()` is told lives here, and only here:
   report is in force, animations (a blinking bullet, a spinner, the title) do not count — the
   screen is compared by `screen_key` with the screen the report arrived on; without one, any
   change of the visible screen does;
+* the program's own status (OSC 7501, core/termstatus.py) read from its output: the latest is in force
+  until a newer one or `clear`;
 * a report stamped on another clock (outside the last REPORT_SKEW seconds) counts as arriving now;
 * whether the agent still runs: an agent seen by its process or by its screen, then the shell (or a
   program we can tell is not that agent) back in front, means it is gone;
@@ -24,16 +26,20 @@ is `combine()`'s alone.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from panewatch.core import termstatus
 from panewatch.core.classify import Quarantine, Verdict
-from panewatch.core.combine import PaneState, Report, combine, screen_key
+from panewatch.core.combine import REPORT_SETTLE, PaneState, Report, combine, screen_key
 from panewatch.core.detector import PaneDetector
+from panewatch.core.history import History
 from panewatch.core.manifest import Manifest
 from panewatch.core.policy import ChangeDrivenSchedule, Schedule
 from panewatch.core.screen import Screen, Snapshot
+from panewatch.core.termstatus import ProgramStatus
 
 REPORT_SKEW = 60.0  # seconds: a report stamped further back (or in the future) was stamped on another clock
 
@@ -49,6 +55,8 @@ class Foreground:
     is_shell: bool  # a shell holds the pane (no agent found anywhere in the group)
     agent_id: str | None  # the manifest whose `processes` match a member of the group
     pid: int | None = None  # the process described: the group leader, else the group's newest process
+    agent_pid: int | None = None  # the member that is the agent (a wrapper such as npx may lead the group)
+    version: str | None = None  # the agent's version, once learnt (runtime/version.py); None: not known
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +82,7 @@ class PaneMachine:
 
     def __init__(self, manifests: Callable[[], list[Manifest]], cols: int, rows: int, *, pane_id: str = "",
                  agent: str | None = None, schedule: Schedule | None = None, start: float = 0.0,
-                 cost_clock: Callable[[], float] | None = None) -> None:
+                 cost_clock: Callable[[], float] | None = None, history: int = 0) -> None:
         self.pane_id = pane_id
         self.pinned_agent = agent
         self._manifests = manifests
@@ -85,6 +93,10 @@ class PaneMachine:
                                      agent_id=agent, quarantine=Quarantine(clock=cost_clock))
         self.state = PaneState("idle", "screen", None)
         self.report_in_force: Report | None = None
+        self.program_status: deque[tuple[float, ProgramStatus]] = deque(maxlen=64)  # OSC 7501 reports seen
+        self.status_in_force: Report | None = None  # the latest of them, as a report (source "terminal")
+        self._settle_due: float | None = None  # when a report's settling time ends (combine.REPORT_SETTLE)
+        self._screen_agreed = False  # the screen has shown the report's state since it arrived
         self.fg: Foreground | None = None
         self.exit_code: int | None = None
         self.has_exited = False
@@ -95,6 +107,9 @@ class PaneMachine:
         self._agent_seen = False  # an agent held this pane (by process or by its screen)
         self._agent_by_process = False  # ... and we recognised its process
         self._queued: list[StateChange] = []  # caused by classify_now(), handed out by the next event
+        # history: keep this many bytes of recent output (and what else the machine is told) for
+        # `report-wrong` (core/history.py); 0 = none (replays and benchmarks need none).
+        self.history = History(self.screen, start, self.state, max_bytes=history) if history > 0 else None
 
     # -- events in ---------------------------------------------------------------------------
 
@@ -103,11 +118,27 @@ class PaneMachine:
         if data:
             self.last_output = t
             self.detector.feed(t, data)
+            if self.history is not None:
+                self.history.output(t, data)
+            statuses = self.screen.take_program_status()
+            if statuses:
+                for status in statuses:
+                    self.program_status.append((t, status))
+                    self._take_status(t, status)
+                return self._flush(self._update(t))
         return self._flush([])
+
+    def _take_status(self, t: float, status: ProgramStatus) -> None:
+        """The program's own OSC 7501 status: the latest is in force (combine row 3), unless it is one
+        termstatus.STATUS_STATES does not take (`clear`, ...): that withdraws it."""
+        state = termstatus.report_state(status)
+        self.status_in_force = None if state is None else Report(state, t, "terminal", status.detail())
 
     def resize(self, t: float, cols: int, rows: int) -> list[StateChange]:
         self.last_output = t
         self.detector.resize(t, cols, rows)
+        if self.history is not None:
+            self.history.resize(t, self.screen.cols, self.screen.rows)
         return self._flush([])
 
     def report(self, t: float, report: Report) -> list[StateChange]:
@@ -117,7 +148,12 @@ class PaneMachine:
         if not t - REPORT_SKEW <= report.t <= t:  # stamped on another clock: it arrived just now
             report = replace(report, t=t)
         self.report_in_force = report
+        if self.history is not None:
+            self.history.report(report)
         self._report_key = screen_key(self.screen.snapshot())
+        settle = REPORT_SETTLE.get(report.state, 0.0)
+        self._settle_due = report.t + settle if settle > 0 else None  # combine() looks again then
+        self._screen_agreed = False
         return self._flush(self._update(t))
 
     def foreground(self, t: float, fg: Foreground | None) -> list[StateChange]:
@@ -139,6 +175,8 @@ class PaneMachine:
         """Run the scheduled check; call when `next_due()` has come."""
         if self.has_exited:
             return self._flush([])
+        if self._settle_due is not None and t >= self._settle_due:
+            self._settle_due = None
         self.detector.tick(t)
         self._observe_screen()
         return self._flush(self._update(t))
@@ -151,6 +189,8 @@ class PaneMachine:
             return self._flush([])
         changes = self.check(t)
         self.exit_code, self.has_exited = code, True
+        if self.history is not None:
+            self.history.exited(t, code)
         if detail is None:
             detail = f"exit code {code}" if code is not None else "the command did not exit"
         return self._flush(changes + self._set_state(t, PaneState("exited", "process", None, detail)))
@@ -174,7 +214,10 @@ class PaneMachine:
 
     def next_due(self) -> float:
         """When `tick()` wants to run next (inf once exited)."""
-        return float("inf") if self.has_exited else self.detector.next_due()
+        if self.has_exited:
+            return float("inf")
+        due = self.detector.next_due()
+        return due if self._settle_due is None else min(due, self._settle_due)
 
     @property
     def verdict(self) -> Verdict:
@@ -229,13 +272,19 @@ class PaneMachine:
         if self.has_exited:
             return []
         running = self._agent_running()
-        new = combine(self.detector.verdict, self._screen_changed_at, self.report_in_force, running, t)
+        report, verdict = self.report_in_force, self.detector.verdict
+        if report is not None and verdict.state == ("idle" if report.state == "done" else report.state):
+            self._screen_agreed, self._settle_due = True, None
+        new = combine(verdict, self._screen_changed_at, report, running, t, self._screen_agreed,
+                      self.status_in_force)
         return self._set_state(t, new)
 
     def _set_state(self, t: float, new: PaneState) -> list[StateChange]:
         old, self.state = self.state, new
         if new.state == old.state:
             return []
+        if self.history is not None:
+            self.history.changed(t, new)
         return [StateChange(t, self.pane_id, old, new, self.agent)]
 
     def _flush(self, changes: list[StateChange]) -> list[StateChange]:

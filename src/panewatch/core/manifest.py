@@ -73,7 +73,7 @@ class Manifest:
     id: str
     name: str
     processes: tuple[str, ...]
-    versions: tuple[str, ...]
+    versions: tuple[str, ...]  # the agent versions the rules were verified on (real captures)
     verified: bool
     detect_title: tuple[Pattern, ...]
     detect_screen: tuple[Pattern, ...]
@@ -81,6 +81,9 @@ class Manifest:
     source: str = ""
     origin: str = "bundled"  # "bundled" or "user"
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # The packages the agent ships in (npm names like '@openai/codex', PyPI names like 'aider-chat'):
+    # a running agent's version is read from their metadata (runtime/version.py).
+    packages: tuple[str, ...] = ()
 
 
 def _patterns(value: Any, where: str, key: str, problems: list[str]) -> tuple[Pattern, ...]:
@@ -100,7 +103,10 @@ def _patterns(value: Any, where: str, key: str, problems: list[str]) -> tuple[Pa
     return tuple(out)
 
 
-_AGENT_KEYS = {"id", "name", "processes", "versions", "verified", "detect_title", "detect_screen", "note"}
+_AGENT_KEYS = {"id", "name", "processes", "versions", "verified", "detect_title", "detect_screen", "note",
+               "packages"}
+# A version as CLIs print it: 2.1.332, 0.171.0, 1.0.0-beta.3 (compared as written, not as a range).
+VERSION_RE = re.compile(r"\d+(?:\.\d+)+(?:[-+][0-9A-Za-z][0-9A-Za-z.-]*)?")
 _RULE_KEYS = {"id", "state", "region", "any", "all", "none", "note"}
 
 
@@ -169,18 +175,23 @@ def parse_manifest(doc: dict[str, Any], source: str, origin: str = "bundled") ->
             problems.append(f"{where}: missing `note` (say why the rule exists)")
             note = ""
         rules.append(Rule(rule_id, state, region, any_, all_, none, str(note)))
-    processes, versions = str_list("processes"), str_list("versions")
+    processes, versions, packages = str_list("processes"), str_list("versions"), str_list("packages")
+    for version in versions:
+        if not VERSION_RE.fullmatch(version):
+            problems.append(f"[agent]: `versions` entry {version!r} is not a version like '2.1.332'")
     detect_title = _patterns(agent.get("detect_title"), "[agent]", "detect_title", problems)
     detect_screen = _patterns(agent.get("detect_screen"), "[agent]", "detect_screen", problems)
     verified = agent.get("verified", False)
     if not isinstance(verified, bool):
         problems.append("[agent]: `verified` must be true or false")
+    elif verified and not versions:
+        problems.append("[agent]: `verified = true` needs the `versions` the captures were made with")
     if problems:
         raise ManifestError(source, problems)
     return Manifest(
         id=str(agent_id), name=str(agent.get("name", agent_id)), processes=processes, versions=versions,
         verified=bool(verified), detect_title=detect_title, detect_screen=detect_screen,
-        rules=tuple(rules), source=source, origin=origin, raw=doc,
+        rules=tuple(rules), source=source, origin=origin, raw=doc, packages=packages,
     )
 
 

@@ -86,9 +86,12 @@ class Prompt:
         return "\n".join([self.question, *(f"{o.number}. {o.label}" for o in self.options)]).strip()
 
 
+_SCROLLBAR = re.compile(r"\s[█▐▕┃]$")  # a scrollbar's thumb in the last column (Qwen Code, long history)
+
+
 def _unbox(row: str) -> str:
-    """The row without a surrounding │ … │ box border and outer whitespace."""
-    text = row.strip()
+    """The row without a surrounding │ … │ box border, a scrollbar thumb and outer whitespace."""
+    text = _SCROLLBAR.sub("", row.rstrip()).strip()
     while text.startswith("│") or text.endswith("│"):  # nested boxes too (Gemini's command box)
         text = text.removeprefix("│").removesuffix("│").strip()
     return text

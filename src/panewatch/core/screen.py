@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from panewatch.core import ghostty
+from panewatch.core import ghostty, termstatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +83,9 @@ class Screen:
         self._text: ghostty.VisibleText | None = ghostty.VisibleText(self._term)
         self._state: ghostty.StateReader | None = ghostty.StateReader(self._term)
         self._reply: ReplyHandler | None = None
+        self.answer_program_status = False  # answer OSC 7501 probes (with a reply handler): see termstatus
+        self._status_scanner = termstatus.Scanner()
+        self._statuses: list[termstatus.ProgramStatus] = []
         self._cached: Snapshot | None = None
         self._kept: bytes | None = None  # the repaint of a closed screen
 
@@ -101,10 +104,30 @@ class Screen:
             return
         self.stats.fed_bytes += len(data)
         self._cached = None
+        pos = 0
+        for found in self._status_scanner.feed(data):
+            if found.status is not None:
+                self._statuses.append(found.status)
+            elif found.probe and self.answer_program_status and self._reply is not None:
+                # The answer goes before the engine's answers to what follows (Claude's DA1 right after).
+                self._feed_engine(data[pos:found.end])
+                pos = found.end
+                try:
+                    self._forward_reply(termstatus.REPLY)
+                except Exception:  # the pane's write failed: the screen goes on
+                    self.stats.engine_errors += 1
+        self._feed_engine(data[pos:])
+
+    def _feed_engine(self, data: bytes) -> None:
         try:
             self._term.feed(data)
         except Exception:  # the engine or a reply callback failed: keep the pane alive
             self.stats.engine_errors += 1
+
+    def take_program_status(self) -> list[termstatus.ProgramStatus]:
+        """The OSC 7501 status reports fed since the last call, oldest first."""
+        out, self._statuses = self._statuses, []
+        return out
 
     def resize(self, cols: int, rows: int) -> None:
         cols, rows = clamp_size(cols, rows)

@@ -4,7 +4,8 @@
     State         a pane's combined state: the screen states plus exited
     ReportState   what an agent reports through a hook or ACP: the screen states plus done
                   ("the turn ended", shown as idle)
-    Source        which signal decided a pane's state: screen | hook | acp | process
+    Source        which signal decided a pane's state: screen | hook | acp | process | terminal (the
+                  program's own status in its output: OSC 7501, core/termstatus.py)
 
 URGENCY orders the pane states, most urgent first: a pane waiting on the user before one at work,
 before one waiting for a new task, before one gone. Manifests list their rules in this order (first
@@ -19,7 +20,7 @@ from typing import Literal, get_args
 ScreenState = Literal["blocked", "working", "idle"]
 State = Literal["blocked", "working", "idle", "exited"]
 ReportState = Literal["blocked", "working", "idle", "done"]
-Source = Literal["screen", "hook", "acp", "process"]
+Source = Literal["screen", "hook", "acp", "process", "terminal"]
 
 SCREEN_STATES: tuple[ScreenState, ...] = get_args(ScreenState)
 STATES: tuple[State, ...] = get_args(State)

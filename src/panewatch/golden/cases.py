@@ -1,8 +1,9 @@
 """The golden corpus: folders holding a `session.cast` and its `truth.json` timeline.
 
 A case may also hold the hook events recorded with it (truth.json `hooks`, on the cast's clock:
-Claude Code cases) and frame goldens (`frames.json`: the visible screen at a few times, written by
-`scripts/regen-frames`).
+Claude Code cases), the reports a live pane was given (truth.json `reports`: {t, state, source,
+detail}, any agent: cases saved by `panewatch report-wrong`) and frame goldens (`frames.json`: the
+visible screen at a few times, written by `scripts/regen-frames`).
 
 Adding a case is adding a folder (no code). The bundled corpus ships inside the package;
 `PANEWATCH_CORPUS` (a path list) adds more roots.
@@ -22,6 +23,7 @@ from panewatch.core.combine import Report
 from panewatch.core.hookevents import claude_hook_state, hook_detail
 from panewatch.core.replay import screens_at
 from panewatch.core.screen import Snapshot
+from panewatch.core.states import report_state
 
 FRAMES = "frames.json"
 
@@ -48,14 +50,16 @@ class GoldenCase:
 
     def reports(self) -> list[Report]:
         """What panewatch's hooks reported during the recording: the recorded hook events mapped as the
-        live hook settings map them (only Claude Code cases record hooks)."""
-        out: list[Report] = []
+        live hook settings map them (only Claude Code cases record hooks), and the reports as a live
+        pane received them (`report-wrong` cases)."""
+        out: list[Report] = [Report(r["state"], float(r["t"]), r.get("source", "hook"), str(r.get("detail") or ""))
+                             for r in self.truth.get("reports", []) if report_state(r.get("state"))]
         for hook in self.truth.get("hooks", []) if self.agent == "claude" else []:
             event = str(hook.get("hook", ""))
             state = claude_hook_state(event, hook.get("notification_type"))
             if state is not None:
                 out.append(Report(state, float(hook["t"]), "hook", hook_detail(event, hook)))
-        return out
+        return sorted(out, key=lambda r: r.t)
 
     def frames(self) -> list[dict[str, Any]] | None:
         """The frame goldens (`frame()` records); None if the case has none."""

@@ -21,11 +21,13 @@ from typing import IO, Protocol
 from panewatch.core.classify import Verdict
 from panewatch.core.combine import PaneState, Report
 from panewatch.core.detector import PaneDetector
+from panewatch.core.history import HISTORY_BYTES
 from panewatch.core.machine import Foreground, PaneMachine, StateChange
 from panewatch.core.manifest import Manifest
 from panewatch.core.policy import ChangeDrivenSchedule, PolicyConfig, Schedule
 from panewatch.core.screen import Screen, Snapshot
 from panewatch.runtime.process import ForegroundTracker
+from panewatch.runtime.version import ProcessVersions
 
 log = logging.getLogger("panewatch.runtime.live")
 
@@ -36,6 +38,7 @@ class Manifests(Protocol):
     """What a driver needs of the manifests in force (runtime/live.py `ManifestWatcher`)."""
 
     def current(self) -> list[Manifest]: ...
+    def get(self, agent_id: str) -> Manifest | None: ...
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]: ...
     def start(self) -> None: ...
     def stop(self) -> None: ...
@@ -47,7 +50,7 @@ class PaneDriver:
     def __init__(self, watcher: Manifests, *, pane_id: str, cols: int, rows: int, agent: str | None = None,
                  policy: PolicyConfig | None = None, schedule: Callable[[float], Schedule] | None = None,
                  events: IO[str] | None = None, on_error: Callable[[str], None] | None = None,
-                 wall: Callable[[], float] = time.time) -> None:
+                 wall: Callable[[], float] = time.time, history: int = HISTORY_BYTES) -> None:
         self.pane_id = pane_id
         self.pinned_agent = agent
         self.watcher = watcher
@@ -58,9 +61,11 @@ class PaneDriver:
         # The timing policy: ours with `policy` by default, or e.g. a benchmark's FixedSweepSchedule.
         made = time.monotonic()
         self.machine = PaneMachine(watcher.current, cols, rows, pane_id=pane_id, agent=agent, start=made,
-                                   cost_clock=time.perf_counter,
+                                   cost_clock=time.perf_counter, history=history,
                                    schedule=(schedule or (lambda t: ChangeDrivenSchedule(policy, start=t)))(made))
         self.tracker = ForegroundTracker()
+        self.versions = ProcessVersions()  # the agent's version, learnt off the loop (runtime/version.py)
+        self.on_foreground: Callable[[], None] | None = None  # who holds the pane changed (the board's card)
         self.changes = 0
         self._events_fh = events
         self._subscribers: list[Subscriber] = []
@@ -134,6 +139,23 @@ class PaneDriver:
 
     def _set_foreground(self, now: float, fg: Foreground | None) -> None:
         self._publish(self.machine.foreground(now, fg))
+        self._foreground_news()
+        if self._loop is not None and fg is not None and self.versions.wanted(fg):
+            self.versions.probe(self._loop, fg, self.watcher.current(), self._version_learnt)
+
+    def _version_learnt(self, pid: int, version: str | None) -> None:
+        if self._loop is None or self.machine.has_exited:
+            return
+        if self.tracker.learn_version(pid, version):
+            self._publish(self.machine.foreground(self._loop.time(), self.tracker.current))
+            self._foreground_news()
+
+    def _foreground_news(self) -> None:
+        if self.on_foreground is not None:
+            try:
+                self.on_foreground()
+            except Exception:  # a listener's bug must not stop the foreground poll
+                log.exception("foreground listener failed")
 
     def _on_manifests(self) -> None:
         if self._loop is not None and not self.machine.has_exited:

@@ -1,4 +1,4 @@
-"""The runtime side of hook reports: a unix-socket server, and the Claude Code `--settings` hooks.
+"""The runtime side of hook reports: a unix-socket server, and the one hook wiring for launched panes.
 
 A pane started by panewatch carries PANEWATCH_PANE_ID, PANEWATCH_TOKEN and PANEWATCH_SOCKET in
 its environment; the agent's hooks run `panewatch pane report|notify` (paneclient.py), which
@@ -6,12 +6,9 @@ sends one JSON line to `ReportServer`. The server checks the pane id and its sec
 stray or forged report cannot move another pane, and turns good lines into `combine.Report`s.
 Anything wrong is counted in `ReportServer.rejected` by reason and dropped; nothing raises.
 
-Which Claude Code hook events are used and what each reports: core/hookevents.py (one table,
-also read by the hook client and by replays of recorded hooks).
-
-Hooks run synchronously (no `"async": true`): Claude waits for each one, which keeps reports in
-order (PreToolUse 'working' must not overtake PermissionRequest 'blocked'); the client's own
-timeouts bound the wait and `HOOK_TIMEOUT` is Claude's backstop.
+Which hook events of each agent are used and what each reports: core/hookevents.py (one table,
+also read by the hook client and by replays of recorded hooks); how each agent's launch takes
+them: runtime/hookinject.py.
 """
 
 from __future__ import annotations
@@ -23,10 +20,8 @@ import json
 import os
 import re
 import secrets
-import shlex
 import socket
 import stat
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -34,32 +29,41 @@ from pathlib import Path
 from typing import Any
 
 from panewatch.core.combine import Report
-from panewatch.core.hookevents import CLAUDE_HOOK_STATES, CLAUDE_TOOL_EVENTS, hook_detail
+from panewatch.core.hookevents import HOOK_STATES, hook_detail
 from panewatch.core.states import report_state
 from panewatch.runtime import paths
+from panewatch.runtime.hookinject import (
+    CLAUDE_HOOKS,
+    HOOK_TIMEOUT,
+    HooksUnavailable,
+    claude_hook_settings,
+    hook_launcher,
+    inject_claude_hooks,
+    inject_codex_hooks,
+    inject_gemini_hooks,
+    remove_quietly,
+)
 from panewatch.runtime.paneclient import ENV_PANE_ID, ENV_SOCKET, ENV_TOKEN, MAX_MESSAGE
 
 __all__ = [
+    "CLAUDE_HOOKS",
     "ENV_PANE_ID",
     "ENV_SOCKET",
     "ENV_TOKEN",
+    "HOOK_TIMEOUT",
     "REJECT_REASONS",
+    "HooksUnavailable",
     "PaneHooks",
     "ReportServer",
     "claude_hook_settings",
     "hook_launcher",
     "inject_claude_hooks",
+    "inject_codex_hooks",
     "remove_stale_sockets",
 ]
 
 REJECT_REASONS = ("bad_token", "unknown_pane", "bad_json", "too_large", "bad_state", "timeout")
 READ_TIMEOUT = 2.0  # a client that connects and says nothing is dropped after this
-HOOK_TIMEOUT = 5  # seconds; Claude kills a hook after this (ours finishes in tens of ms)
-
-# event -> `panewatch pane ...` arguments; the events whose notification_type decides run `pane notify`.
-CLAUDE_HOOKS: dict[str, tuple[str, ...]] = {
-    event: ("notify",) if state is None else ("report", state) for event, state in CLAUDE_HOOK_STATES.items()
-}
 
 OnReport = Callable[[str, Report], None]
 _SOCKET_NAME = re.compile(r"reports-(\d{1,10})-[0-9a-f]+\.sock")  # `reports-{pid}-{hex}.sock`, see ReportServer
@@ -211,120 +215,41 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def hook_launcher() -> list[str]:
-    """The fastest robust way for a hook to start `panewatch ...`: argv to pass as `panewatch_argv`.
-
-    `python -I -S` skips site (no .pth scanning, no site-packages: the pane client is stdlib only)
-    and isolates from the agent's cwd and PYTHON* variables, so a `panewatch/` or `json.py` in
-    the project being edited cannot shadow ours. About twice as fast as the console script.
-    """
-    package_parent = str(Path(__file__).resolve().parents[2])
-    code = f"import sys;sys.path.insert(0,{package_parent!r});from panewatch.cli import main;sys.exit(main())"
-    return [sys.executable, "-I", "-S", "-c", code]
-
-
-def claude_hook_settings(panewatch_argv: list[str]) -> dict[str, Any]:
-    """The `--settings` JSON object that adds panewatch's hooks to one Claude Code launch.
-
-    `panewatch_argv` runs panewatch: `hook_launcher()` (fastest), or e.g. the console script.
-    """
-    hooks: dict[str, list[dict[str, Any]]] = {}
-    for event, args in CLAUDE_HOOKS.items():
-        extra = ("--event", event) if args[0] == "report" else ()
-        entry: dict[str, Any] = {"hooks": [{"type": "command", "command": shlex.join([*panewatch_argv, "pane", *args,
-                                                                                      *extra]),
-                                            "timeout": HOOK_TIMEOUT}]}
-        if event in CLAUDE_TOOL_EVENTS:  # all tools
-            entry = {"matcher": "*", **entry}
-        hooks[event] = [entry]
-    return {"hooks": hooks}
-
-
-def inject_claude_hooks(argv: list[str], panewatch_argv: list[str], *, cwd: str | None = None) -> list[str]:
-    """`argv` (a claude command line) with panewatch's hooks added through `--settings`.
-
-    `--settings` merges with the user's settings files, so their own hooks keep running. If the
-    command already has `--settings FILE-or-JSON`, ours are merged into (the last) one rather than
-    clobbering it; if that value cannot be read we leave the command as it is (screen detection
-    still works, and the user's settings must win).
-    """
-    ours = claude_hook_settings(panewatch_argv)
-    if not argv:
-        return list(argv)
-    out = list(argv)
-    found: tuple[int, str, bool] | None = None  # (index of the value, value, was `--settings=`)
-    for i, arg in enumerate(out[1:], start=1):
-        if arg == "--":
-            break
-        if arg == "--settings" and i + 1 < len(out):
-            found = (i + 1, out[i + 1], False)
-        elif arg.startswith("--settings="):
-            found = (i, arg.partition("=")[2], True)
-    if found is None:
-        return [out[0], "--settings", json.dumps(ours, separators=(",", ":")), *out[1:]]
-    index, value, inline = found
-    theirs = _load_settings_value(value, cwd)
-    if theirs is None:
-        return out
-    merged = json.dumps(_merge_hooks(theirs, ours), separators=(",", ":"))
-    out[index] = f"--settings={merged}" if inline else merged
-    return out
-
-
-def _load_settings_value(value: str, cwd: str | None) -> dict[str, Any] | None:
-    """Claude's `--settings` takes a JSON string or a path to a JSON file."""
-    text = value
-    if not value.lstrip().startswith("{"):
-        path = Path(value).expanduser()
-        if cwd is not None and not path.is_absolute():
-            path = Path(cwd) / path
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return None
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
-def _merge_hooks(theirs: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(theirs)
-    their_hooks = theirs.get("hooks")
-    hooks: dict[str, Any] = dict(their_hooks) if isinstance(their_hooks, dict) else {}
-    for event, entries in ours["hooks"].items():
-        existing = hooks.get(event)
-        hooks[event] = [*(existing if isinstance(existing, list) else []), *entries]
-    merged["hooks"] = hooks
-    return merged
-
-
 class PaneHooks:
     """panewatch's hooks for the panes one process starts (`run`, the daemon, the real-agent runner):
-    one ReportServer, started with the first pane that gets hooks, and the per-agent injection.
+    one ReportServer, started with the first pane that gets hooks, and the per-agent injection
+    (runtime/hookinject.py: Claude `--settings`, Codex `-c` overrides with their trust, Gemini a
+    per-launch settings file).
 
         hooks = PaneHooks(on_report, clock=loop.time)
         argv = await hooks.wire(pane_id, argv, env, cwd=cwd, manifests=watcher.get)   # env gains the pane's
         ...                                                                               # token and socket
-        await hooks.close()
+        hooks.unwire(pane_id); await hooks.close()
 
     `wire` leaves a command it does not know alone (only a command that *is* the agent takes its
     hook options: a wrapper like npx would take them as its own) and raises OSError when the report
-    socket cannot be made, so the caller says "hooks disabled" and the screen still detects everything.
+    socket cannot be made or the agent cannot take hooks this way (HooksUnavailable, saying why), so
+    the caller says "hooks disabled" and the screen still detects everything.
     """
+
+    AGENTS = tuple(HOOK_STATES)
 
     def __init__(self, on_report: OnReport, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._on_report = on_report
         self._clock = clock
         self.server: ReportServer | None = None
+        self._files: dict[str, Path] = {}  # pane id -> its per-launch settings file (Gemini)
 
-    @staticmethod
-    def agent_of(argv: list[str], manifests: Callable[[str], Any]) -> str | None:
+    @classmethod
+    def agent_of(cls, argv: list[str], manifests: Callable[[str], Any]) -> str | None:
         """The agent whose hooks `argv` can take: the manifest's `processes` name the command itself."""
-        claude = manifests("claude")
-        if argv and claude is not None and Path(argv[0]).name in claude.processes:
-            return "claude"
+        if not argv:
+            return None
+        name = Path(argv[0]).name
+        for agent in cls.AGENTS:
+            manifest = manifests(agent)
+            if manifest is not None and name in manifest.processes:
+                return agent
         return None
 
     async def wire(self, pane_id: str, argv: list[str], env: dict[str, str], *, cwd: str | None,
@@ -332,20 +257,32 @@ class PaneHooks:
         """`argv` with the hooks of its agent (`agent`, or found with `manifests`); `env` gains the pane's
         reporting environment. Unchanged when no agent with hooks runs it."""
         agent = agent or (self.agent_of(argv, manifests) if manifests is not None else None)
-        if agent != "claude":
+        if agent not in self.AGENTS or not argv:
             return list(argv)
+        launcher = hook_launcher()
+        if agent == "gemini":  # before the socket: a launch that cannot take hooks gets no token either
+            path = inject_gemini_hooks(env, launcher, f"gemini-{os.getpid()}-{secrets.token_hex(4)}.json")
+            self._files[pane_id] = path
         if self.server is None:
             server = ReportServer(self._on_report, clock=self._clock)
             await server.start()
             self.server = server
         env.update(self.server.pane_env(pane_id))
-        return inject_claude_hooks(argv, hook_launcher(), cwd=cwd)
+        if agent == "codex":
+            return inject_codex_hooks(argv, launcher)
+        if agent == "claude":
+            return inject_claude_hooks(argv, launcher, cwd=cwd)
+        return list(argv)
 
     def unwire(self, pane_id: str) -> None:
         if self.server is not None:
             self.server.unregister(pane_id)
+        if (path := self._files.pop(pane_id, None)) is not None:
+            remove_quietly(path)
 
     async def close(self) -> None:
+        for pane_id in list(self._files):
+            self.unwire(pane_id)
         if self.server is not None:
             await self.server.close()
             self.server = None

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from panewatch.core.cast import CastWriter
+from panewatch.core.history import HISTORY_BYTES
 from panewatch.core.manifest import Manifest, ManifestError, ManifestSet, load_all
 from panewatch.core.policy import PolicyConfig, Schedule
 from panewatch.runtime import paths
@@ -133,7 +134,9 @@ class ManifestWatcher:
 
 
 class LivePane(PaneDriver):
-    """One agent pane on the real clock. Create, then `start()` from inside the running loop."""
+    """One agent pane on the real clock. Create, then `start()` from inside the running loop.
+
+    `history`: bytes of recent output its machine keeps (core/history.py) for `report-wrong`; 0: none."""
 
     def __init__(
         self,
@@ -155,10 +158,14 @@ class LivePane(PaneDriver):
         on_error: Callable[[str], None] | None = None,
         wall: Callable[[], float] = time.time,
         tcattrs: list[Any] | None = None,
+        history: int = HISTORY_BYTES,
+        program_status: bool = True,
     ) -> None:
         super().__init__(manifests or ManifestWatcher(), pane_id=pane_id, cols=cols, rows=rows, agent=agent,
-                         policy=policy, schedule=schedule, events=events, on_error=on_error, wall=wall)
+                         policy=policy, schedule=schedule, events=events, on_error=on_error, wall=wall,
+                         history=history)
         self.argv = list(argv)
+        self.program_status = program_status  # a headless pane answers OSC 7501 probes (core/termstatus.py)
         self.headless = headless
         self.on_output = on_output
         self._env, self._cwd, self._tcattrs = env, cwd, tcattrs
@@ -182,6 +189,7 @@ class LivePane(PaneDriver):
                                    on_output=self._on_output, tcattrs=self._tcattrs)
         if self.headless:  # no outer terminal answers DA1/DSR here; agents stall without the reply
             self.screen.on_reply(self._session.write)
+            self.screen.answer_program_status = self.program_status
         if self._record_fh is not None:
             try:
                 self._cast = CastWriter(self._record_fh, self._cols, self._rows, now, timestamp=int(self._wall()),

@@ -3,6 +3,11 @@ turn ends), at most once per `cooldown` seconds per (pane, state) on the injecte
 
 Backends:
   desktop   `notify-send` (Linux) or `osascript` (macOS); skipped silently when neither exists.
+            Clicking it opens the board at that pane where the desktop allows: given `open_board` and a
+            board pane id, a notify-send that has `--action` (libnotify >= 0.7.10) shows an "Open in
+            board" action (also the notification's default action, its body click); when the user
+            picks it, `open_board(pane)` runs (`open_board_at`: `panewatch board --pane ID`). macOS's
+            `display notification` and older notify-send have no click action: a plain notification.
   terminal  BEL, OSC 9 or OSC 777 written to the outer terminal (only in `panewatch run`, where the
             runtime passes `terminal_writer`); the text is stripped of control characters first,
             so prompt text can never end the OSC early or inject escape sequences.
@@ -35,6 +40,8 @@ log = logging.getLogger(__name__)
 log.addHandler(logging.NullHandler())  # no last-resort stderr output over the user's terminal
 
 TITLE = "panewatch"
+ACTION_WAIT = 900.0  # seconds a clickable notification's notify-send may wait for the click before it is ended
+ACTIONS = ("default", "open")  # what notify-send prints for a click on the body / on the "Open in board" button
 _CONTROL = dict.fromkeys([*range(0x20), 0x7F, *range(0x80, 0xA0)], " ")
 _MAX_TEXT = 240
 
@@ -56,12 +63,15 @@ class Notifier:
         terminal_writer: Callable[[bytes], None] | None = None,
         which: Which = shutil.which,
         platform: str = sys.platform,
+        open_board: Callable[[str], None] | None = None,
     ) -> None:
         self.settings = settings.notify if isinstance(settings, Settings) else settings
         self._clock = clock
         self._terminal_writer = terminal_writer
         self._which = which
         self._platform = platform
+        self._open_board = open_board
+        self._has_actions: dict[str, bool] = {}  # notify-send path → does it take --action
         self._last: dict[tuple[str, str], float] = {}
         self._children: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
@@ -76,15 +86,18 @@ class Notifier:
         return self.settings.on_turn_end and old_state == "working" and new_state == "idle"
 
     def on_state_change(self, change: StateChange, *, name: str = "",
-                        prompt_text: Callable[[], str] = lambda: "") -> list[str]:
+                        prompt_text: Callable[[], str] = lambda: "", board_pane: str | None = None) -> list[str]:
         """`on_change` for a pane's StateChange, the one way every pane source notifies: a pane's first
-        state is no change, and the prompt text (`prompt_text()`) is read only when it will be shown."""
+        state is no change, and the prompt text (`prompt_text()`) is read only when it will be shown.
+        `board_pane`: the pane's id on the board, where a click on the notification goes."""
         if change.old is None or not self.wants(change.old.state, change.new.state):
             return []
         text = prompt_text() if change.new.state == "blocked" else ""
-        return self.on_change(name or change.pane, change.agent or "", change.old.state, change.new.state, text)
+        return self.on_change(name or change.pane, change.agent or "", change.old.state, change.new.state, text,
+                              board_pane=board_pane)
 
-    def on_change(self, pane_id: str, agent: str, old_state: str, new_state: str, prompt_text: str = "") -> list[str]:
+    def on_change(self, pane_id: str, agent: str, old_state: str, new_state: str, prompt_text: str = "", *,
+                  board_pane: str | None = None) -> list[str]:
         """Notify if this state change calls for it; returns the names of the backends that fired."""
         if not self.wants(old_state, new_state):
             return []
@@ -100,7 +113,7 @@ class Notifier:
                "PANEWATCH_PROMPT": prompt_text}
         fired: list[str] = []
         backends: list[tuple[str, Callable[[], bool]]] = [
-            ("desktop", lambda: self._desktop(title, body)),
+            ("desktop", lambda: self._desktop(title, body, board_pane)),
             ("terminal", lambda: self._terminal(title, body)),
             ("command", lambda: self._command(env)),
         ]
@@ -130,7 +143,7 @@ class Notifier:
 
     # -- backends: return True if they fired, False if skipped; raise on failure ------------------
 
-    def _desktop(self, title: str, body: str) -> bool:
+    def _desktop(self, title: str, body: str, board_pane: str | None = None) -> bool:
         if self._platform == "darwin":
             osascript = self._which("osascript")
             if osascript is None:
@@ -142,8 +155,29 @@ class Notifier:
         notify_send = self._which("notify-send")
         if notify_send is None:
             return False
-        self._spawn("desktop", [notify_send, "--app-name=panewatch", title, body], None)
+        argv = [notify_send, "--app-name=panewatch"]
+        if board_pane is not None and self._open_board is not None and self._takes_actions(notify_send):
+            argv += [f"--action={name}=Open in board" for name in ACTIONS]
+            self._spawn("desktop", [*argv, title, body], None, on_output=lambda out: self._clicked(out, board_pane))
+        else:
+            self._spawn("desktop", [*argv, title, body], None)
         return True
+
+    def _takes_actions(self, notify_send: str) -> bool:
+        """Does this notify-send have --action (libnotify >= 0.7.10)? Asked once per path."""
+        if notify_send not in self._has_actions:
+            try:
+                out = subprocess.run([notify_send, "--help"], capture_output=True, text=True, timeout=5,
+                                     stdin=subprocess.DEVNULL)
+                self._has_actions[notify_send] = "--action" in out.stdout + out.stderr
+            except (OSError, subprocess.TimeoutExpired):
+                self._has_actions[notify_send] = False
+        return self._has_actions[notify_send]
+
+    def _clicked(self, output: bytes, board_pane: str) -> None:
+        """notify-send printed the action the user picked (nothing if the notification was just closed)."""
+        if output.decode("utf-8", "replace").strip() in ACTIONS and self._open_board is not None:
+            self._open_board(board_pane)
 
     def _terminal(self, title: str, body: str) -> bool:
         if self._terminal_writer is None:
@@ -167,18 +201,28 @@ class Notifier:
 
     # -- child processes ------------------------------------------------------------------------
 
-    def _spawn(self, backend: str, argv: list[str], env: dict[str, str] | None) -> None:
-        proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+    def _spawn(self, backend: str, argv: list[str], env: dict[str, str] | None,
+               on_output: Callable[[bytes], None] | None = None) -> None:
+        """Start `argv`; with `on_output`, it may wait for the user (ACTION_WAIT) and its stdout goes there."""
+        proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL if on_output is None else subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
         with self._lock:
             self._children.add(proc)
-        threading.Thread(target=self._reap, args=(backend, proc), name="panewatch-notify-reaper", daemon=True).start()
+        threading.Thread(target=self._reap, args=(backend, proc, on_output), name="panewatch-notify-reaper",
+                         daemon=True).start()
 
-    def _reap(self, backend: str, proc: subprocess.Popen[bytes]) -> None:
+    def _reap(self, backend: str, proc: subprocess.Popen[bytes], on_output: Callable[[bytes], None] | None) -> None:
         """Runs in a watcher thread: wait (bounded), kill on timeout, count a failed exit."""
         failed = True
         try:
-            failed = proc.wait(timeout=self.settings.command_timeout) != 0
+            if on_output is None:
+                failed = proc.wait(timeout=self.settings.command_timeout) != 0
+            else:
+                out, _ = proc.communicate(timeout=ACTION_WAIT)
+                failed = proc.returncode != 0
+                if not failed:
+                    on_output(out)
         except subprocess.TimeoutExpired:
             self._kill(proc)
         finally:
@@ -207,3 +251,12 @@ class Notifier:
         for proc in children:
             if proc.poll() is None:
                 self._kill(proc)
+
+
+def open_board_at(pane: str) -> None:
+    """Open the board at `pane` in the user's browser (`panewatch board --pane ID`), detached from us."""
+    with contextlib.suppress(OSError):
+        proc = subprocess.Popen([sys.executable, "-m", "panewatch", "board", "--pane", pane], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                                close_fds=True)
+        threading.Thread(target=proc.wait, name="panewatch-board-opener", daemon=True).start()

@@ -1,4 +1,8 @@
-"""Where panewatch keeps things: the user's config (manifests, settings) and a private runtime dir."""
+"""Where panewatch keeps things: the user's config (manifests, settings), data (the user's own golden
+cases, from `report-wrong`), state (the waits database of `stats`) and a private runtime dir.
+
+Each follows the XDG base directories, and a PANEWATCH_*_DIR variable overrides it (tests, one-off runs).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +22,30 @@ def user_agents_dir() -> Path:
     return config_dir() / "agents"
 
 
+def data_dir() -> Path:
+    """$PANEWATCH_DATA_DIR, else $XDG_DATA_HOME/panewatch (~/.local/share/panewatch)."""
+    if env := os.environ.get("PANEWATCH_DATA_DIR"):
+        return Path(env)
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "panewatch"
+
+
+def user_corpus_dir() -> Path:
+    """The user's own golden cases (`report-wrong` and `agents verify --save` write here; `agents check`
+    runs them too):
+    <agent>/<version>/<case>/ as in the bundled corpus."""
+    return data_dir() / "corpus"
+
+
+def state_dir() -> Path:
+    """$PANEWATCH_STATE_DIR, else $XDG_STATE_HOME/panewatch (~/.local/state/panewatch): what
+    panewatch learns while it runs and keeps across restarts (the waits of `panewatch stats`)."""
+    if env := os.environ.get("PANEWATCH_STATE_DIR"):
+        return Path(env)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "panewatch"
+
+
 def runtime_dir() -> Path:
     """A private (0700) directory for sockets and secrets, created on first use."""
     if env := os.environ.get("PANEWATCH_RUNTIME_DIR"):
@@ -33,3 +61,11 @@ def runtime_dir() -> Path:
     if st.st_mode & 0o077:
         path.chmod(0o700)
     return path
+
+
+def cache_dir() -> Path:
+    """What can be recomputed (agent versions by binary): $PANEWATCH_CACHE_DIR, else XDG's cache dir."""
+    if env := os.environ.get("PANEWATCH_CACHE_DIR"):
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "panewatch"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable
+from dataclasses import replace
 
 import psutil
 
@@ -62,7 +63,7 @@ def _leader_alone(pgid: int, manifests: list[Manifest]) -> Foreground | None:
         name, cmdline, _ = info
         agent_id = match_agent(name, cmdline, manifests)
         if agent_id is not None or not (is_interpreter(name) or base_name(name) in WRAPPERS):
-            return Foreground(pgid, name, cmdline, False, agent_id, pgid)
+            return Foreground(pgid, name, cmdline, False, agent_id, pgid, pgid if agent_id else None)
     return None
 
 
@@ -80,14 +81,15 @@ def describe_group(pgid: int, session_pid: int, manifests: Iterable[Manifest]) -
     # The leader names the job (`claude | tee log` is claude); without it the newest member does.
     infos.sort(key=lambda item: (item[0].pid != pgid, -item[3]))
     proc, name, cmdline, _ = infos[0]
-    agent_id = None
-    for _, member_name, member_cmdline, _ in infos:  # a wrapper (npx, a shell script) may run the agent
+    agent_id = agent_pid = None
+    for member, member_name, member_cmdline, _ in infos:  # a wrapper (npx, a shell script) may run the agent
         agent_id = match_agent(member_name, member_cmdline, manifests)
         if agent_id is not None:
+            agent_pid = member.pid
             break
     # Only shells in the group: a shell waits at its prompt (a shell running a command has children here).
     shell = agent_id is None and all(is_shell_name(item[1]) for item in infos)
-    return Foreground(pgid, name, cmdline, shell, agent_id, proc.pid)
+    return Foreground(pgid, name, cmdline, shell, agent_id, proc.pid, agent_pid)
 
 
 def foreground(master_fd: int, session_pid: int, manifests: Iterable[Manifest]) -> Foreground | None:
@@ -117,6 +119,7 @@ class ForegroundTracker:
         self._changed_at = float("-inf")
         self._described_at = float("-inf")
         self.describes = 0
+        self.versions: dict[int, str | None] = {}  # agent pid -> its version, as learnt (runtime/version.py)
 
     def poll(self, now: float, pgid: int | None, session_pid: int, manifests: Iterable[Manifest]) -> bool:
         """Update `current` for group `pgid` seen at `now`; True if the description changed."""
@@ -137,8 +140,19 @@ class ForegroundTracker:
         self._described_at = now
         self.describes += 1
         new = describe_group(pgid, session_pid, manifests)
+        if new.agent_pid is not None and (version := self.versions.get(new.agent_pid)) is not None:
+            new = replace(new, version=version)
         changed = new != self.current
         if changed:
             self._refresh = self.refresh
         self.current = new
         return changed
+
+    def learn_version(self, pid: int, version: str | None) -> bool:
+        """The version of agent process `pid` is known now; True if that changed `current`."""
+        self.versions[pid] = version
+        current = self.current
+        if current is None or current.agent_pid != pid or current.version == version:
+            return False
+        self.current = replace(current, version=version)
+        return True

@@ -12,6 +12,9 @@
     [tmux]
     watch = "auto"                       # the daemon watches every tmux server of the user ("off": none)
     new = "auto"                         # `panewatch new` opens a window in tmux when installed ("off": headless)
+    [board]
+    port = 0                             # the board's loopback TCP port; 0: any free port
+                                         # (`serve --port N` and $PANEWATCH_BOARD_PORT override it)
 
 A problem never stops panewatch: a bad value falls back to that key's default, a file that is not
 TOML falls back to all defaults, and each problem becomes a warning naming the file and the key.
@@ -54,10 +57,16 @@ class TmuxSettings:
 
 
 @dataclass(frozen=True)
+class BoardSettings:
+    port: int = 0  # 0: any free port
+
+
+@dataclass(frozen=True)
 class Settings:
     notify: NotifySettings = field(default_factory=NotifySettings)
     agents: AgentsSettings = field(default_factory=AgentsSettings)
     tmux: TmuxSettings = field(default_factory=TmuxSettings)
+    board: BoardSettings = field(default_factory=BoardSettings)
     path: str = ""  # the file read; "" when only defaults apply
     warnings: tuple[str, ...] = ()
 
@@ -80,15 +89,16 @@ def load_settings(path: Path | None = None, *, strict: bool = False) -> Settings
         return _finish(path, {}, [f"{path}: not valid TOML ({exc}); using defaults"], strict)
     problems: list[str] = []
     for key in doc:
-        if key not in ("notify", "agents", "tmux"):
-            problems.append(f"{path}: {key}: unknown setting (known: notify, agents, tmux)")
+        if key not in ("notify", "agents", "tmux", "board"):
+            problems.append(f"{path}: {key}: unknown setting (known: notify, agents, tmux, board)")
     table = doc.get("notify", {})
     if not isinstance(table, dict):
         problems.append(f"{path}: notify: must be a table ([notify])")
         table = {}
     return _finish(path, _notify(table, path, problems), problems, strict, _agents(doc.get("agents", {}), path,
                                                                                      problems),
-                   _tmux(doc.get("tmux", {}), path, problems))
+                   _tmux(doc.get("tmux", {}), path, problems),
+                   _board(doc.get("board", {}), path, problems))
 
 
 def _tmux(table: Any, path: Path, problems: list[str]) -> TmuxSettings:
@@ -120,11 +130,27 @@ def _agents(table: Any, path: Path, problems: list[str]) -> AgentsSettings:
     return AgentsSettings(value.strip())
 
 
+def _board(table: Any, path: Path, problems: list[str]) -> BoardSettings:
+    if not isinstance(table, dict):
+        problems.append(f"{path}: board: must be a table ([board])")
+        return BoardSettings()
+    for key in sorted(set(table) - {"port"}):
+        problems.append(f"{path}: board.{key}: unknown key (known: port)")
+    port = table.get("port", 0)
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        problems.append(f"{path}: board.port: must be a TCP port 1-65535 (0: any free port), got {port!r}; "
+                        "using any free port")
+        port = 0
+    return BoardSettings(port)
+
+
 def _finish(path: Path, notify: dict[str, Any], problems: list[str], strict: bool,
-            agents: AgentsSettings | None = None, tmux: TmuxSettings | None = None) -> Settings:
+            agents: AgentsSettings | None = None, tmux: TmuxSettings | None = None,
+            board: BoardSettings | None = None) -> Settings:
     if strict and problems:
         raise SettingsError(str(path), problems)
-    return Settings(NotifySettings(**notify), agents or AgentsSettings(), tmux or TmuxSettings(), str(path),
+    return Settings(NotifySettings(**notify), agents or AgentsSettings(), tmux or TmuxSettings(),
+                    board or BoardSettings(), str(path),
                     tuple(problems))
 
 

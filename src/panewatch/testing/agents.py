@@ -28,7 +28,7 @@ from panewatch.runtime.hooks import PaneHooks, ReportServer
 from panewatch.runtime.live import LivePane, ManifestWatcher
 from panewatch.testing.capture import PROFILES, AgentProfile, final_literal, literals
 from panewatch.testing.capture_truth import derive_timeline
-from panewatch.testing.homes import MOCK_KIND, find_agents_bin, prepare
+from panewatch.testing.homes import MOCK_KIND, Launch, find_agents_bin, prepare
 from panewatch.testing.mock import MockServer
 
 POLL = 0.02
@@ -37,13 +37,16 @@ TYPE_PAUSE = 0.3  # a pause before Enter: CLIs read text+Enter arriving together
 
 class LiveAgent:
     def __init__(self, agent: str, root: Path, *, bin_dir: Path | None = None, cols: int = 120, rows: int = 32,
-                 hooks: bool = False, inline: bool = False, plan_mode: bool = False, pane_id: str = "e2e") -> None:
+                 hooks: bool = False, inline: bool = False, plan_mode: bool = False, pane_id: str = "e2e",
+                 setup: Callable[[Launch], None] | None = None, program_status: bool = True) -> None:
         self.agent = agent
         self.profile: AgentProfile = PROFILES[agent]
         self.root = root
         self.bin_dir = bin_dir or find_agents_bin()
         self.cols, self.rows = cols, rows
         self.hooks, self.inline, self.plan_mode, self.pane_id = hooks, inline, plan_mode, pane_id
+        self.program_status = program_status  # answer the OSC 7501 probe (Claude then reports its state)
+        self.setup = setup  # called with the prepared home before the CLI starts (e.g. to add the user's hooks)
         self.changes: list[StateChange] = []
         self.markers: list[tuple[float, str]] = []
         self.reports: list[tuple[Report, PaneState]] = []  # hook reports, each with the state just after
@@ -76,6 +79,8 @@ class LiveAgent:
         self.mock.start()
         launch = prepare(self.agent, self.root, self.mock.url, bin_dir=self.bin_dir, plan_mode=self.plan_mode,
                          args=self.profile.inline_args if self.inline else ())
+        if self.setup is not None:
+            self.setup(launch)
         argv, env = list(launch.argv), dict(launch.env) | (self.profile.inline_env if self.inline else {})
         if self.hooks:
             self.server = PaneHooks(self._on_report, clock=loop.time)
@@ -85,7 +90,7 @@ class LiveAgent:
         no_user_manifests = self.root / "user-agents"  # hermetic: only the bundled manifests
         self._pane = LivePane(argv, pane_id=self.pane_id, cols=self.cols, rows=self.rows, env=env, cwd=launch.cwd,
                               agent=self.agent, headless=True, manifests=ManifestWatcher(no_user_manifests),
-                              record=self._record, on_output=self._on_output)
+                              record=self._record, on_output=self._on_output, program_status=self.program_status)
         self._pane.subscribe(self.changes.append)
         self._pane.start()
         self.t0 = self.changes[0].t if self.changes else loop.time()

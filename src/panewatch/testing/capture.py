@@ -30,6 +30,7 @@ from typing import Any
 from panewatch.core.cast import CastWriter, read_cast
 from panewatch.core.screen import Snapshot
 from panewatch.errors import PanewatchError
+from panewatch.runtime.version import VersionCache, package_version
 from panewatch.testing.capture_truth import Literals, TruthError, derive_timeline
 from panewatch.testing.drive import PtyAgent
 from panewatch.testing.homes import MOCK_KIND, find_agents_bin, prepare
@@ -105,7 +106,28 @@ PROFILES: dict[str, AgentProfile] = {
                  "trap": ("", 0)},
         answer="\r",  # the first option (Allow once) is selected
     ),
+    "qwen": AgentProfile(
+        "qwen", "qwen-code", "@qwen-code/qwen-code",
+        # After a turn the composer's placeholder gives way to a suggested next prompt (a side call the
+        # mock answers with "Mock summary."); the mode line under the composer stays.
+        ready=("Type your message or @path/to/file", "(shift + tab to cycle)"),
+        # The footer offers "Ctrl+Q to queue" from the moment the prompt is taken (queued while the turn
+        # starts, then "Enter to steer · Ctrl+Q to queue"), before the spinner's "(0s · esc to cancel)".
+        busy=("esc to cancel", "Ctrl+Q to queue"),
+        dialogs={"bash": ("Allow execution of: 'touch'?", 1),
+                 "edit": ("Apply this change?", 1),
+                 "write": ("Apply this change?", 1),
+                 "multi": ("Allow execution of: 'touch'?", 2),
+                 "trap": ("", 0),
+                 "slow": ("", 0)},  # a reply streamed over 6 s: a long working stretch
+        answer="\r",  # the first option (Yes, allow once) is selected
+    ),
 }
+
+
+# Scenarios every agent's mock plays without a tool call (mock/scenario.py): a long streamed reply,
+# a short one, markdown prose with dialog lines in it. No dialog can be real in them.
+TEXT_SCENARIOS = ("slow", "text", "prose")
 
 
 def final_literal(scenario: str) -> str:
@@ -114,12 +136,14 @@ def final_literal(scenario: str) -> str:
 
 
 def agent_version(agent: str, bin_dir: Path) -> str:
-    """The installed CLI's version, from its npm package next to the bin dir."""
-    pkg = bin_dir.parent / PROFILES[agent].package / "package.json"
-    try:
-        return str(json.loads(pkg.read_text(encoding="utf-8"))["version"])
-    except (OSError, ValueError, KeyError) as exc:
-        raise CaptureError(f"cannot read the {agent} version from {pkg}: {exc}") from exc
+    """The installed CLI's version: its npm package's metadata (found from the binary's real path, as
+    for a running agent: runtime/version.py), else its cached `--version`."""
+    binary = bin_dir / agent
+    version = package_version(binary, (PROFILES[agent].package,)) or VersionCache().version([str(binary)], binary)
+    if version is None:
+        raise CaptureError(f"cannot tell the version of {binary}: no {PROFILES[agent].package} package.json "
+                           "above it and no version from `--version`")
+    return version
 
 
 @dataclass
@@ -172,7 +196,7 @@ def capture(agent: str, scenario: str, *, cols: int = 120, rows: int = 32, inlin
     if agent not in PROFILES:
         raise CaptureError(f"unknown agent {agent!r}; known: {', '.join(PROFILES)}")
     profile = PROFILES[agent]
-    if scenario not in profile.dialogs:
+    if scenario not in profile.dialogs and scenario not in TEXT_SCENARIOS:
         raise CaptureError(f"{agent} has no scenario {scenario!r} here; known: {', '.join(profile.dialogs)}")
     if inline and not (profile.inline_args or profile.inline_env):
         raise CaptureError(f"{agent} renders inline already: --inline changes nothing")
@@ -203,7 +227,7 @@ def declines(profile: AgentProfile, scenario: str, key: str) -> bool:
 
 
 def literals(profile: AgentProfile, scenario: str) -> tuple[Literals, int]:
-    literal, n_dialogs = profile.dialogs[scenario]
+    literal, n_dialogs = profile.dialogs.get(scenario, ("", 0))
     return Literals(profile.ready, profile.busy, (literal,) if literal else ()), n_dialogs
 
 
@@ -213,7 +237,8 @@ def rederive(folder: Path) -> dict[str, Any]:
     path = folder / "truth.json"
     truth: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     profile, scenario = PROFILES.get(str(truth.get("agent"))), str(truth.get("scenario"))
-    if profile is None or scenario not in profile.dialogs or "mock_events" not in truth:
+    if profile is None or (scenario not in profile.dialogs and scenario not in TEXT_SCENARIOS) \
+            or "mock_events" not in truth:
         raise CaptureError(f"{folder}: not a folder written by `panewatch capture` (no scenario or mock events)")
     lit, n_dialogs = literals(profile, scenario)
     declined = declines(profile, scenario, str(truth.get("answer_key", profile.answer)))
@@ -234,7 +259,7 @@ def _default_root() -> Path:
 def _run(profile: AgentProfile, scenario: str, scratch: Path, *, cols: int, rows: int, inline: bool,
          version: str, case: str, answer: str | None, delay: float, bin_dir: Path,
          hold: float, resize: tuple[int, int] | None) -> dict[str, Any]:
-    literal, n_dialogs = profile.dialogs[scenario]
+    literal, n_dialogs = profile.dialogs.get(scenario, ("", 0))
     key = answer if answer is not None else profile.answers.get(scenario, profile.answer)
     t0 = time.monotonic()
 
@@ -283,8 +308,13 @@ def _drive(pane: PtyAgent, rec: _Recording, profile: AgentProfile, scenario: str
         raise fail("the composer never showed")
     rec.markers.append((clock(), "ready"))
     _settle(pane, quiet=0.5, limit=4.0)  # start-up draws a few more frames (status, tips)
+    rec.markers.append((clock(), "settled"))  # the start-up is over: capture_truth's idle starts here
     pane.type(f"SCN={scenario} DELAY={delay:g} run the scripted scenario", enter=False)
-    time.sleep(0.3)  # the CLI must see the text before Enter, or Enter joins the "paste"
+    # The CLI must have the text before Enter, or Enter joins the "paste": on a loaded machine the echo
+    # lags the keys, so wait for it to show, then a moment more.
+    if pane.wait_for("run the scripted scenario", 10.0) is None:
+        raise fail("the typed prompt never showed in the composer")
+    time.sleep(0.3)
     rec.markers.append((clock(), "submitted"))
     pane.write("\r")
     final = final_literal(scenario)

@@ -12,7 +12,10 @@ What a capture knows for certain, and how each state's start is derived from it:
 
 Replaying the cast's output on an emulated screen (the pane's view, frame by frame):
 
-    ignore   from 0 (start-up) until the composer shows and the output pauses for SETTLE
+    ignore   from 0 (start-up) until the composer shows and the output pauses for SETTLE; when the
+             driver marked the start-up `settled` (it waits for a longer quiet before typing), until
+             the last frame before that mark: a CLI may still animate after a short pause (Codex
+             0.171.0 spins its title ~0.8 s after drawing the composer)
     idle     from that frame
     working  from the first frame after the prompt's Enter that shows the busy marker
     blocked  from the first frame, inside a tool window, that shows the scenario's dialog question,
@@ -145,6 +148,9 @@ def derive_timeline(cast: Cast, mock_events: Sequence[dict[str, Any]], lit: Lite
     # and a title spinner (Codex) for a moment after the composer first appears.
     settled = next((i for i in shown if i + 1 == len(before) or before[i + 1].t - before[i].t >= SETTLE
                     ), shown[0])
+    quiet_at = marker_time(cast, "settled")  # captures since issue 14; earlier casts have no such mark
+    if quiet_at is not None:
+        settled = max(settled, max((i for i in shown if before[i].t <= quiet_at), default=settled))
     ready = before[settled]
     timeline.append({"t": ready.t, "state": "idle",
                      "note": f"composer {_first(ready.text, lit.ready)!r} shown, start-up output settled"})

@@ -2,8 +2,8 @@
 
 Exactly the configuration ../shared/REAL-AGENTS.md lists: onboarding done, manual permission mode,
 trust accepted, no updates or telemetry. `prepare()` builds the home and returns what to launch.
-OpenCode, Copilot CLI, Qwen Code and Aider: the recipes observed in notes/agents-research.md (not yet
-verified agents: their CLIs are not in the pinned bin dir; pass `bin_dir`).
+OpenCode, Copilot CLI, Qwen Code and Aider: the recipes observed in notes/agents-research.md; Qwen Code's
+is verified (pinned in tests/agents, corpus and e2e tests).
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-AGENTS = ("claude", "codex", "gemini", "claude-agent-acp", "opencode", "copilot", "qwen", "aider")
+AGENTS = ("claude", "codex", "gemini", "claude-agent-acp", "opencode", "copilot", "qwen", "aider", "codex-acp")
 MOCK_KIND = {"claude": "anthropic", "codex": "openai", "gemini": "gemini", "claude-agent-acp": "anthropic",
-             "opencode": "anthropic", "copilot": "anthropic", "qwen": "chat", "aider": "chat"}
+             "opencode": "anthropic", "copilot": "anthropic", "qwen": "chat", "aider": "chat", "codex-acp": "openai"}
+# ACP agents: argv to speak ACP on stdio (Gemini CLI has its own mode; Codex needs the codex-acp adapter).
+ACP_COMMANDS = {"claude-agent-acp": ("claude-agent-acp",), "gemini": ("gemini", "--acp"), "codex-acp": ("codex-acp",)}
 API_KEY = "sk-ant-mock-0123456789abcdefghijklmnopqrstuvwxyz"
 HELLO_PY = "print('hello')\n"
 
@@ -181,10 +183,11 @@ def prepare(agent: str, root: str | Path, mock_url: str, *, bin_dir: str | Path 
         }
         if plan_mode:
             argv += ["--permission-mode", "plan"]
-    elif agent == "codex":
+    elif agent in ("codex", "codex-acp"):  # codex-acp (@zed-industries/codex-acp) reads the same CODEX_HOME
         extra["config"] = str(codex_home(home, work, mock_url))
         env |= {"CODEX_HOME": str(home / ".codex"), "MOCK_API_KEY": "mock-key"}
-        argv.append("--no-daemon")  # else a background `codex app-server` outlives the test
+        if agent == "codex":
+            argv.append("--no-daemon")  # else a background `codex app-server` outlives the test
     elif agent == "gemini":
         gemini_home(home)
         env |= {"GEMINI_API_KEY": "mock-gemini-key", "GOOGLE_GEMINI_BASE_URL": mock_url,

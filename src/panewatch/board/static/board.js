@@ -1,13 +1,15 @@
 // The sessions board: one card per pane, pushed over a websocket (never polled).
 // Everything from a pane (names, prompts, screen text) is untrusted: it only ever goes into
-// textContent, never into HTML.
+// textContent, never into HTML. Keyboard navigation: keys.js.
+
+import { setupKeys } from "./keys.js";
 
 const STATES = ["blocked", "working", "idle", "exited"];
 const RECONNECT_MAX = 5000;
 
 const cards = new Map();   // id -> card (as the daemon sent it)
 const nodes = new Map();   // id -> card element
-const ui = new Map();      // id -> {pending, message, busy}: what the user is doing on a card
+const ui = new Map();      // id -> {pending, reporting, message, busy}: what the user is doing on a card
 const lastNotified = new Map();
 const pendingReplies = new Map();
 const renderLog = [];      // {id, state, since, shown}: when a state reached the screen (benchmarks read it)
@@ -20,11 +22,18 @@ let view = null;           // the terminal view module, loaded on first use
 
 // For tests and benchmarks: the state, and `answer`, which confirms exactly like the Confirm button
 // (with the fingerprint the caller saw, e.g. a stale one, as when the prompt changes in flight).
+// choose / confirm / cancel are what clicking an option, Confirm and Cancel do (keys.js calls them).
 window.panewatchBoard = {
-  cards, renderLog, send, request,
+  cards, nodes, renderLog, send, request, refreshStats,
   answer(id, number, fingerprint) {
     uiState(id).pending = { number, label: `option ${number}`, fingerprint };
     return confirmAnswer(id);
+  },
+  choose, cancel,
+  confirm(id) {
+    if (!ui.get(id)?.pending) return false;
+    confirmAnswer(id);
+    return true;
   },
 };
 
@@ -71,6 +80,7 @@ function connect() {
     failures = 0;
     setConn("live", "live");
     if (view) view.reopen();
+    refreshStats();
   };
   ws.onmessage = (event) => {
     if (typeof event.data !== "string") {
@@ -160,6 +170,7 @@ function flushCards() {
   for (const msg of batch) applyCards(msg, changed);
   reorder();
   summarize();
+  keys.cardsChanged();
   const shown = Date.now();
   for (const entry of changed) entry.shown = shown;  // the frame that paints them
 }
@@ -179,6 +190,7 @@ function applyCards(msg, changed) {
       renderLog.push(entry);
       if (renderLog.length > 20000) renderLog.splice(0, 10000);
       if (card.state === "blocked" && !firstLoad && (!old || old.state !== "blocked")) notify(card);
+      if (old && (old.state === "blocked" || old.state === "idle")) scheduleStats();  // a wait may have ended
     }
   }
   for (const id of msg.gone) {
@@ -212,7 +224,7 @@ function removeCard(id) {
 }
 
 function uiState(id) {
-  if (!ui.has(id)) ui.set(id, { pending: null, message: null, busy: false });
+  if (!ui.has(id)) ui.set(id, { pending: null, reporting: null, message: null, busy: false });
   return ui.get(id);
 }
 
@@ -229,10 +241,16 @@ function renderCard(card) {
     el("span", { class: "cwd", text: shortPath(card.cwd), title: card.cwd }),
     el("span", { class: "decided", text: decidedBy(card) }));
   const body = [head, meta];
+  // The agent's version is not one its manifest was verified on: said, the verdict is unchanged.
+  if (card.unverified) body.push(el("div", { class: "unverified", role: "note", text: card.unverified }));
   if (card.state === "blocked") body.push(renderPrompt(card, state));
+  if (state.reporting) body.push(renderReport(card, state));
   if (state.message) body.push(el("div", { class: `message message-${state.message.kind}`, role: "status", text: state.message.text }));
   const actions = el("div", { class: "actions" },
     el("button", { type: "button", class: "open-view", onclick: () => openView(card.id), text: "Terminal" }));
+  actions.append(el("button", { type: "button", class: "report-wrong", text: "This state is wrong",
+    title: "save this pane's recent history as a golden case (panewatch report-wrong)",
+    onclick: () => { state.reporting = { expected: "" }; state.message = null; renderCard(cards.get(card.id)); } }));
   if (card.state === "exited") {
     actions.append(el("button", { type: "button", class: "dismiss", text: "Dismiss",
       onclick: () => request({ op: "dismiss", pane: card.id }).catch((e) => say(card.id, "error", e.message)) }));
@@ -260,12 +278,7 @@ function renderPrompt(card, state) {
     const chosen = state.pending && state.pending.number === option.number;
     options.append(el("button", {
       type: "button", class: `option kind-${option.kind}${chosen ? " chosen" : ""}`, "data-option": option.number,
-      disabled: state.busy, text: `${option.number}. ${option.label}`,
-      onclick: () => {
-        state.pending = { number: option.number, label: option.label, fingerprint: prompt.fingerprint };
-        state.message = null;
-        renderCard(cards.get(card.id));
-      },
+      disabled: state.busy, text: `${option.number}. ${option.label}`, onclick: () => choose(card.id, option.number),
     }));
   }
   if (!prompt.options.length) options.append(el("span", { class: "no-options", text: "No options found on screen: open the terminal to see it." }));
@@ -274,10 +287,61 @@ function renderPrompt(card, state) {
     box.append(el("div", { class: "confirm", role: "alertdialog" },
       el("span", { text: `Answer “${state.pending.number}. ${state.pending.label}”?` }),
       el("button", { type: "button", class: "confirm-yes", onclick: () => confirmAnswer(card.id), text: "Confirm answer" }),
-      el("button", { type: "button", class: "confirm-no", text: "Cancel",
-        onclick: () => { state.pending = null; renderCard(cards.get(card.id)); } })));
+      el("button", { type: "button", class: "confirm-no", text: "Cancel", onclick: () => cancel(card.id) })));
   }
   return box;
+}
+
+// Choosing an option opens its confirmation (bound to the prompt shown now); nothing is typed yet.
+function choose(id, number) {
+  const card = cards.get(id);
+  const state = uiState(id);
+  const option = card && card.state === "blocked" && card.prompt && card.prompt.options.find((o) => o.number === number);
+  if (!option || state.busy) return false;
+  state.pending = { number: option.number, label: option.label, fingerprint: card.prompt.fingerprint };
+  state.message = null;
+  renderCard(card);
+  return true;
+}
+
+function cancel(id) {
+  const state = ui.get(id);
+  if (!state || !state.pending) return false;
+  state.pending = null;
+  renderCard(cards.get(id));
+  return true;
+}
+
+// "This state is wrong": confirmed, with the state the user says it is really in, like an answer.
+function renderReport(card, state) {
+  const picker = el("select", { class: "report-expected", "aria-label": "the state it is really in",
+    onchange: (event) => { state.reporting.expected = event.target.value; } });
+  picker.append(el("option", { value: "", text: "not sure", selected: state.reporting.expected === "" }));
+  for (const name of STATES) {
+    if (name !== card.state) picker.append(el("option", { value: name, text: name, selected: state.reporting.expected === name }));
+  }
+  return el("div", { class: "report", role: "alertdialog", "aria-label": "report this state as wrong" },
+    el("span", { text: `Save this pane's recent history as a test case? panewatch says ${card.state}; it is really` }),
+    picker,
+    el("button", { type: "button", class: "report-yes", text: "Save report", onclick: () => saveReport(card.id) }),
+    el("button", { type: "button", class: "report-no", text: "Cancel",
+      onclick: () => { state.reporting = null; renderCard(cards.get(card.id)); } }));
+}
+
+async function saveReport(id) {
+  const state = uiState(id);
+  const reporting = state.reporting;
+  if (!reporting) return;
+  state.reporting = null;
+  state.message = { kind: "info", text: "Saving the report…" };
+  renderCard(cards.get(id));
+  try {
+    const reply = await request({ op: "report_wrong", pane: id, expected: reporting.expected || null });
+    state.message = { kind: "ok", text: `Saved (secrets masked): ${reply.path}` };
+  } catch (reply) {
+    state.message = { kind: "error", text: `Not saved: ${reply.message || reply.error}` };
+  }
+  if (cards.has(id)) renderCard(cards.get(id));
 }
 
 async function confirmAnswer(id) {
@@ -337,6 +401,69 @@ function tick() {
   for (const node of document.querySelectorAll(".since")) node.textContent = duration(now - Number(node.dataset.since));
 }
 
+// -- minutes lost waiting: a header figure and a bar per day (plain SVG) -------------------------------
+
+const SVG = "http://www.w3.org/2000/svg";
+const CHART_DAYS = 7;
+let statsTimer = null;
+
+function svg(tag, attrs = {}, ...children) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, String(value));
+  for (const child of children) node.append(child);
+  return node;
+}
+
+function localDay(date) {
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}`;
+}
+
+function scheduleStats() {
+  clearTimeout(statsTimer);
+  statsTimer = setTimeout(refreshStats, 1000);  // one question per burst of changes
+}
+
+function refreshStats() {
+  const since = Math.floor(Date.now() / 1000) - CHART_DAYS * 86400;
+  return request({ op: "stats", since }).then(renderStats, () => {});
+}
+
+function renderStats(summary) {
+  const byDay = new Map(summary.days.map((d) => [d.day, d]));
+  const empty = { blocked: { seconds: 0, count: 0 }, idle: { seconds: 0, count: 0 } };
+  const days = [];
+  for (let i = CHART_DAYS - 1; i >= 0; i--) {
+    const day = localDay(new Date(Date.now() - i * 86400000));
+    days.push({ day, ...(byDay.get(day) || empty) });
+  }
+  const today = days[days.length - 1];
+  const most = Math.max(60, ...days.map((d) => d.blocked.seconds + d.idle.seconds));
+  const W = 8, GAP = 3, H = 22;
+  const chart = svg("svg", { class: "waits-chart", width: CHART_DAYS * (W + GAP), height: H, role: "img",
+    "aria-label": `minutes lost waiting, the last ${CHART_DAYS} days` });
+  days.forEach((d, i) => {
+    const x = i * (W + GAP);
+    const hb = Math.round((d.blocked.seconds / most) * (H - 2));
+    const hi = Math.round((d.idle.seconds / most) * (H - 2));
+    const bar = svg("g", { class: "bar", "data-day": d.day, "data-blocked": d.blocked.seconds, "data-idle": d.idle.seconds },
+      svg("title", {}, `${d.day}: blocked ${duration(d.blocked.seconds)} (${d.blocked.count}), idle ${duration(d.idle.seconds)} (${d.idle.count})`),
+      svg("rect", { class: "bar-base", x, y: H - 1, width: W, height: 1 }),
+      svg("rect", { class: "bar-blocked", x, y: H - 1 - hb, width: W, height: hb }),
+      svg("rect", { class: "bar-idle", x, y: H - 1 - hb - hi, width: W, height: hi }));
+    chart.append(bar);
+  });
+  const node = $("waits");
+  node.replaceChildren(
+    el("span", { text: "lost waiting today:" }),
+    el("span", { class: "waits-blocked", text: `blocked ${duration(today.blocked.seconds)}`,
+      title: `${today.blocked.count} prompts answered; the longest took ${duration(today.blocked.longest || 0)}` }),
+    el("span", { class: "waits-idle", text: `idle ${duration(today.idle.seconds)}`,
+      title: `${today.idle.count} turns ended before the next prompt` }),
+    chart);
+  node.hidden = false;
+}
+
 // -- filter, notifications, terminal view ---------------------------------------------------------
 
 function applyFilter(node, card) {
@@ -352,7 +479,7 @@ function notify(card) {
   lastNotified.set(card.id, now);
   const question = card.prompt && card.prompt.question ? card.prompt.question : "waiting for you";
   const note = new Notification(`${card.name || card.id} is blocked`, { body: `${card.agent || "agent"}: ${question}`, tag: `panewatch-${card.id}` });
-  note.onclick = () => { window.focus(); const node = nodes.get(card.id); if (node) node.scrollIntoView({ block: "center" }); };
+  note.onclick = () => { window.focus(); keys.select(card.id); };
 }
 
 function setupNotifications() {
@@ -370,7 +497,9 @@ async function openView(id) {
   view.open(id, { cards, send, request });
 }
 
+const keys = setupKeys(window.panewatchBoard);
 $("filter").addEventListener("input", () => { for (const [id, node] of nodes) applyFilter(node, cards.get(id)); });
 setupNotifications();
 setInterval(tick, 1000);
+setInterval(refreshStats, 60000);
 connect();

@@ -10,8 +10,10 @@ input guard, `reps` times:
     dropped             answers the agent ignored (guard.answer: cleared=False, the same prompt
                         still up) and that were pressed again; the times are from the press taken
 
-With hooks (Claude Code), PermissionRequest usually arrives before the dialog is drawn, so
-drawn → blocked is negative: the state leads the screen. Times are on the event loop's clock.
+Each agent is measured without and with panewatch's hooks (Claude `--settings`, Codex `-c`, Gemini
+a per-launch settings file), printed side by side. With hooks the permission report usually arrives
+before the dialog is drawn, so drawn → blocked is negative: the state leads the screen. Times are
+on the event loop's clock.
 """
 
 from __future__ import annotations
@@ -51,7 +53,10 @@ async def _one(agent_name: str, hooks: bool, samples: Samples) -> None:
             agent.watch(dialog)
             await agent.submit("SCN=bash DELAY=1 run the scripted scenario")
             blocked = await agent.wait_state("blocked", STEP)
-            if blocked is None or not await agent.until(lambda: dialog in agent.first_seen, 10):
+            # A user answers the whole dialog they see: a hook may say blocked before it is drawn, and
+            # Gemini CLI draws its question a moment before its options.
+            if blocked is None or not await agent.until(lambda: dialog in agent.first_seen
+                                                        and agent.pane.verdict.state == "blocked", 10):
                 samples.failures.append("no blocked dialog")
                 return
             guard = InputGuard(agent.pane)
@@ -89,33 +94,54 @@ async def _one(agent_name: str, hooks: bool, samples: Samples) -> None:
 
 def _fmt(values: list[float]) -> str:
     if not values:
-        return f"{'-':>17}"
-    return f"{statistics.median(values) * 1000:7.0f} / {max(values) * 1000:6.0f}"
+        return f"{'-':>13}"
+    return f"{statistics.median(values) * 1000:6.0f} /{max(values) * 1000:6.0f}"
+
+
+METRICS = (("drawn → blocked", "drawn_to_blocked"), ("answer → left", "answer_to_left"),
+           ("answer → erased", "answer_to_erased"))
+
+
+def _values(samples: Samples | None, attr: str) -> list[float]:
+    return list(getattr(samples, attr)) if samples is not None else []
+
+
+def table(rows: dict[tuple[str, bool], Samples], reps: int) -> str:
+    """Each agent on one line, every metric without and with hooks side by side."""
+    agents = list(dict.fromkeys(name for name, _ in rows))
+    head = f"{'':<8}" + "".join(f" {title:^29}" for title, _ in METRICS) + "  dropped   failures"
+    sub = f"{'agent':<8}" + f" {'no hooks':>13} {'+ hooks':>15}" * len(METRICS) + f"  {'-/+':>7}"
+    lines = [f"live latencies, bash scenario, {reps} run(s) per cell, ms as median / max", head, sub]
+    for name in agents:
+        plain, hooked = rows.get((name, False)), rows.get((name, True))
+        cells = "".join(f" {_fmt(_values(plain, attr))} {_fmt(_values(hooked, attr)):>15}" for _, attr in METRICS)
+        dropped = f"{plain.dropped if plain else '-'}/{hooked.dropped if hooked else '-'}"
+        cells_failed = (("no hooks", plain), ("hooks", hooked))
+        failures = "; ".join(f"{label}: {', '.join(s.failures)}" for label, s in cells_failed
+                             if s is not None and s.failures) or "-"
+        lines.append(f"{name:<8}{cells}  {dropped:>7}   {failures}")
+    lines.append("drawn → blocked < 0: a hook (or the agent's OSC 7501 status) put the pane in blocked before the "
+                 "dialog was drawn; answer → erased is the agent's own redraw time. no hooks: screen + OSC 7501 "
+                 "(Claude: probe answered; Codex: unasked); + hooks: PaneHooks.wire's hooks as well")
+    return "\n".join(lines)
 
 
 def run(reps: int = 3, agents: tuple[str, ...] = ("claude", "codex", "gemini"), hooks: bool = True) -> str:
-    """Measure and return the table (ms, median / max over `reps` runs per row)."""
+    """Measure and return the table (ms, median / max over `reps` runs per cell); `hooks`: also with hooks."""
     bin_dir = find_agents_bin()
     if bin_dir is None:
         return "bench agents: pinned agent CLIs not installed (scripts/install-agents)"
-    plan = [(a, False) for a in agents if (bin_dir / a).exists()]
-    if hooks and ("claude", False) in plan:
-        plan.append(("claude", True))
-    rows: list[Samples] = []
-    for name, with_hooks in plan:
-        samples = Samples(name + (" + hooks" if with_hooks else ""))
-        for _ in range(reps):
-            asyncio.run(asyncio.wait_for(_one(name, with_hooks, samples), 150))
-        rows.append(samples)
-    lines = [f"live latencies, bash scenario, {reps} run(s) per row, ms as median / max",
-             f"{'agent':<16} {'drawn → blocked':>17} {'answer → left':>17} {'answer → erased':>17}  "
-             "dropped  failures"]
-    for s in rows:
-        lines.append(f"{s.label:<16} {_fmt(s.drawn_to_blocked)} {_fmt(s.answer_to_left)} "
-                     f"{_fmt(s.answer_to_erased)}  {s.dropped:>7}  {', '.join(s.failures) or '-'}")
-    lines.append("drawn → blocked < 0: the hook's PermissionRequest put the pane in blocked before the dialog "
-                 "was drawn; answer → erased is the agent's own redraw time")
-    return "\n".join(lines)
+    rows: dict[tuple[str, bool], Samples] = {}
+    for name in (a for a in agents if (bin_dir / a).exists()):
+        for with_hooks in (False, True) if hooks else (False,):
+            samples = rows[(name, with_hooks)] = Samples(name + (" + hooks" if with_hooks else ""))
+            for _ in range(reps):
+                try:
+                    asyncio.run(asyncio.wait_for(_one(name, with_hooks, samples), 150))
+                except OSError as exc:  # e.g. Gemini's per-launch hooks need root: say so in the table
+                    samples.failures.append(f"hooks unavailable: {exc}")
+                    break
+    return table(rows, reps)
 
 
 if __name__ == "__main__":

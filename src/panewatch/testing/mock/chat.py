@@ -42,6 +42,13 @@ def conversation_position(body: dict[str, Any]) -> tuple[str, int]:
 
 
 def _is_side_call(body: dict[str, Any], prompt: str) -> bool:
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    last = messages[-1] if messages else {}
+    # A turn ends with the user's prompt (control string) or a tool result. A later user message without
+    # the control string is the agent asking something of its own: Qwen Code's "[SUGGESTION MODE: …]"
+    # after the turn, which offers the same tools and history as the turn did.
+    if last.get("role") == "user" and not has_control(_text_of(last.get("content"))):
+        return True
     if body.get("tools"):
         return False
     system = " ".join(_text_of(m.get("content")) for m in body.get("messages") or []

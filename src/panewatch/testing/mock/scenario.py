@@ -186,6 +186,28 @@ _TRAPS: dict[Dialect, str] = {
 }
 
 
+# The `prose` scenario: markdown lists and rules, and every verified agent's dialog lines written as
+# plain reply text (no code fence, no quote): only an agent's real dialog may be judged blocked.
+_PROSE = (
+    "A summary of the options, in markdown.\n\n"
+    "---\n\n"
+    "1. Yes\n2. No\n\n"
+    "***\n\n"
+    "Do you want to proceed?\n\n"
+    "❯ 1. Yes\n   2. No, and tell Claude what to do differently (esc)\n\n"
+    "Esc to cancel · Tab to amend\n\n"
+    "Enter to select · ↑/↓ to navigate · Esc to cancel\n\n"
+    "___\n\n"
+    "- Would you like to run the following command?\n"
+    "- › 1. Yes, proceed (y)\n"
+    "- Press enter to confirm or esc to cancel\n\n"
+    "Allow execution of [Shell]?\n\n"
+    "● 1. Allow once\n  2. Allow for this session\n\n"
+    "Waiting for user confirmation...\n\n"
+    "1) Yes  2) No  (Y)es/(N)o [Yes]:\n\n"
+)
+
+
 def _anthropic(scn: str, control: Control, cwd: str | None) -> Script | None:
     path = _target(control, cwd)
 
@@ -349,7 +371,7 @@ _BUILDERS: dict[Dialect, Callable[[str, Control, str | None], Script | None]] = 
     "aider": _aider,
 }
 
-COMMON_SCENARIOS = ("bash", "edit", "slow", "multi", "trap", "text")
+COMMON_SCENARIOS = ("bash", "edit", "slow", "multi", "trap", "text", "prose")
 SCENARIOS: dict[Dialect, tuple[str, ...]] = {
     "claude": (*COMMON_SCENARIOS, "write", "plan", "ask"),
     "codex": COMMON_SCENARIOS,
@@ -389,6 +411,10 @@ def script_for(kind: Kind, control: Control, cwd: str | None = None, dialect: Di
         return Script((), _TRAPS.get(dialect) or _TRAPS[NATIVE[kind]])
     if scn == "text":
         return Script((), _done(scn))
+    if scn == "prose":
+        # Gemini's busy literal (capture.py) is "esc to cancel": Codex's footer is spelled differently for it.
+        prose = _PROSE.replace("or esc to cancel", "or Esc to cancel") if dialect == "gemini" else _PROSE
+        return Script((), prose + _done(scn))
     script = _BUILDERS[dialect](scn, control, cwd)
     if script is None:
         return Script((), f"Unknown scenario {scn!r} for {dialect}; known: {', '.join(SCENARIOS[dialect])}.")
