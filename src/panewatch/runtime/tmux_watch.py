@@ -359,6 +359,7 @@ class TmuxWatcher:
                 if not await self._attach(session):
                     break
         load = Counter(id(p.client) for p in self.panes.values())
+        added: list[TmuxPane] = []
         for pane_id, info in listed.items():
             pane = self.panes.get(pane_id)
             client = self._client_for(info, pane, load)
@@ -366,15 +367,16 @@ class TmuxWatcher:
                 continue
             if pane is None:
                 load[id(client)] += 1
-                self._route(self._add(info, client))
+                added.append(self._add(info, client))
             elif pane.client is not client:  # its client went: the pane lives on, watched by another
                 load[id(client)] += 1
                 pane.client = client
                 pane.seeded = False
-                self._route(pane)
+                self._route([pane])  # on before its seed: no byte between the capture and the stream is lost
                 self._seed(pane)
             else:
                 pane.update(info)
+        self._route(added)  # a new pane starts on in every client: the others turn it off
         for pane_id in [p for p in self.panes if p not in listed]:
             self._remove(self.panes[pane_id], "the tmux pane was closed")
 
@@ -400,10 +402,16 @@ class TmuxWatcher:
         client.send(lines)
         return True
 
-    def _route(self, pane: TmuxPane) -> None:
-        """Only the pane's own client gets its output; its session's other clients turn it off."""
-        for client in self._live(pane.client.session):
-            client.send(_routes(client, [pane.pane_id], "on" if client is pane.client else "off"))
+    def _route(self, panes: list[TmuxPane]) -> None:
+        """Only a pane's own client gets its output; its session's other clients turn it off (batched:
+        one refresh-client per client for many panes, not one per pane per client)."""
+        by_session: dict[str, list[TmuxPane]] = {}
+        for pane in panes:
+            by_session.setdefault(pane.client.session, []).append(pane)
+        for session, group in by_session.items():
+            for client in self._live(session):
+                client.send(_routes(client, [p.pane_id for p in group if p.client is client], "on")
+                            + _routes(client, [p.pane_id for p in group if p.client is not client], "off"))
 
     def _forget(self, client: ControlClient) -> None:
         clients = self.clients.get(client.session, [])
