@@ -20,6 +20,8 @@
      ├── CastError (ValueError)               core/cast.py: not a readable asciicast v2 file
      ├── UpdateError (RuntimeError)           runtime/agents_update.py: the update source cannot be read
      ├── StoreError                           runtime/waitstore.py: the waits database cannot be used
+     ├── HooksUnavailable (OSError)           runtime/hookinject.py: this launch cannot take panewatch's
+     │                                        hooks (Gemini CLI's per-launch settings need root); says why
      ├── RemoteError              .kind       board/rpc.py: the other side of the daemon's socket refused a
      │    │                                   request; .kind is the wire name it sent, .data the reply
      │    ├── ConnectionLost      connection_lost
@@ -176,6 +178,11 @@ class TmuxVersionError(TmuxError):
         self.found = found
         super().__init__(f"panewatch needs tmux {minimum} or newer (control-mode flow control, client flags); "
                          f"found {found or 'an unknown version'}")
+
+
+class HooksUnavailable(PanewatchError, OSError):
+    """This launch cannot take panewatch's hooks; the message says why (the screen still detects).
+    An OSError, as a report socket that cannot be made: callers say "hooks disabled" for both."""
 
 
 class SettingsError(PanewatchError, ValueError):

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from panewatch.core.hookevents import CLAUDE_HOOK_STATES, CLAUDE_TOOL_EVENTS, CODEX_HOOK_STATES, GEMINI_HOOK_STATES
+from panewatch.errors import HooksUnavailable
 from panewatch.runtime import paths
 
 __all__ = [
@@ -51,10 +52,6 @@ __all__ = [
 ]
 
 HOOK_TIMEOUT = 5  # seconds; the agent kills a hook after this (ours finishes in tens of ms)
-
-
-class HooksUnavailable(OSError):
-    """This launch cannot take panewatch's hooks; the message says why (the screen still detects)."""
 
 
 def hook_launcher() -> list[str]:
