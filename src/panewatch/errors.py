@@ -22,6 +22,8 @@
      ├── CastError (ValueError)               core/cast.py: not a readable asciicast v2 file
      ├── UpdateError (RuntimeError)           runtime/agents_update.py: the update source cannot be read
      ├── StoreError                           runtime/waitstore.py: the waits database cannot be used
+     ├── HooksUnavailable (OSError)           runtime/hookinject.py: this launch cannot take panewatch's
+     │                                        hooks (Gemini CLI's per-launch settings need root); says why
      ├── RemoteError              .kind       board/rpc.py: the other side of the daemon's socket refused a
      │    │                                   request; .kind is the wire name it sent, .data the reply
      │    ├── ConnectionLost      connection_lost
@@ -34,7 +36,6 @@
      │    ├── KeyRefusedError     key_refused      the host refused every key ssh offered (BatchMode: no password)
      │    └── HostKeyError        host_key         the host's key is not the one known_hosts has (or none is known)
      ├── AlreadyRunning                       board/daemon.py: a daemon already serves this user
-     ├── HooksUnavailable (OSError)           runtime/hookinject.py: this launch cannot take panewatch's hooks
      ├── CaptureError (RuntimeError)          testing/capture.py: the run did not follow its scenario
      ├── TruthError (ValueError)              testing/capture_truth.py: no truth derivable from the recording
      └── ClientGone                           testing/mock/exchange.py: the agent hung up on a mock
@@ -225,6 +226,11 @@ class HostKeyError(SshError):
     """The host's key does not match known_hosts (or none is known and ssh may not ask): not connecting."""
 
     wire_name = "host_key"
+
+
+class HooksUnavailable(PanewatchError, OSError):
+    """This launch cannot take panewatch's hooks; the message says why (the screen still detects).
+    An OSError, as a report socket that cannot be made: callers say "hooks disabled" for both."""
 
 
 class SettingsError(PanewatchError, ValueError):

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from panewatch.core.hookevents import CLAUDE_HOOK_STATES, CLAUDE_TOOL_EVENTS, CODEX_HOOK_STATES, GEMINI_HOOK_STATES
-from panewatch.errors import PanewatchError
+from panewatch.errors import HooksUnavailable
 from panewatch.runtime import paths
 
 __all__ = [
@@ -52,11 +52,6 @@ __all__ = [
 ]
 
 HOOK_TIMEOUT = 5  # seconds; the agent kills a hook after this (ours finishes in tens of ms)
-
-
-class HooksUnavailable(PanewatchError, OSError):
-    """This launch cannot take panewatch's hooks; the message says why (the screen still detects).
-    An OSError too: callers treat it like a report socket that cannot be made."""
 
 
 def hook_launcher() -> list[str]:
