@@ -138,7 +138,7 @@ def parse_manifest(doc: dict[str, Any], source: str, origin: str = "bundled") ->
         rules_doc = []
     rules: list[Rule] = []
     seen: set[str] = set()
-    last_order = 0
+    last_state: ScreenState = SCREEN_STATES[0]  # the least urgent state a rule had so far
     for index, raw in enumerate(rules_doc, start=1):
         rule_id = raw.get("id") if isinstance(raw, dict) else None
         where = f"rule #{index}" + (f" {rule_id!r}" if isinstance(rule_id, str) else "")
@@ -157,11 +157,11 @@ def parse_manifest(doc: dict[str, Any], source: str, origin: str = "bundled") ->
         if state is None:
             problems.append(f"{where}: `state` must be one of {', '.join(SCREEN_STATES)}, not {raw.get('state')!r}")
             state = "idle"
-        elif urgency(state) < last_order:
-            problems.append(f"{where}: {state} rule after a {SCREEN_STATES[last_order]} rule "
+        elif urgency(state) < urgency(last_state):
+            problems.append(f"{where}: {state} rule after a {last_state} rule "
                             "(order must be blocked, then working, then idle)")
         else:
-            last_order = urgency(state)
+            last_state = state
         try:
             region = Region.parse(str(raw.get("region", "screen")))
         except ValueError as exc:
