@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import os
 import resource
 import statistics
@@ -46,8 +47,10 @@ class Phase:
     missed_at: list[tuple[str, float, float]] = field(default_factory=list)  # (pane, prompt t, answer t)
     prompts: int = 0
     false_blocked: int = 0
-    checks: int = 0
+    checks: int = 0  # times a pane's schedule fired
+    classifications: int = 0  # times rules actually ran (the screen differed from the one last judged)
     window: float = 0.0
+    load_average: float = 0.0  # the machine's 1-minute load average at the end of the window (shared box)
 
 
 def _cpu_seconds() -> float:
@@ -121,11 +124,14 @@ async def _run_phase(name: str, panes: int, seconds: float, seed: int,
             cpu0, wall0, gen0 = _cpu_seconds(), time.monotonic(), sum(gen_ps.cpu_times()[:2])
             phase.rss_per_pane_mb = (psutil.Process().memory_info().rss - rss_before) / panes / 1e6
             checks0 = sum(p.detector.stats.checks for p in live)
+            classified0 = sum(p.detector.stats.classifications for p in live)
             await asyncio.sleep(max(1.0, seconds - WARMUP - 1.0))
             phase.window = time.monotonic() - wall0
             phase.cpu_percent_of_core = (_cpu_seconds() - cpu0) / phase.window * 100
             phase.loadgen_cpu_percent = (sum(gen_ps.cpu_times()[:2]) - gen0) / phase.window * 100
             phase.checks = sum(p.detector.stats.checks for p in live) - checks0
+            phase.classifications = sum(p.detector.stats.classifications for p in live) - classified0
+            phase.load_average = os.getloadavg()[0]
             while gen.poll() is None:
                 await asyncio.sleep(0.1)
         finally:
@@ -144,7 +150,7 @@ def _merge(runs: list[Phase]) -> Phase:
     """One row from the same policy's rounds: CPU and memory averaged, latencies pooled."""
     first = runs[0]
     merged = Phase(first.name, first.panes)
-    for field_name in ("cpu_percent_of_core", "loadgen_cpu_percent", "rss_per_pane_mb"):
+    for field_name in ("cpu_percent_of_core", "loadgen_cpu_percent", "rss_per_pane_mb", "load_average"):
         setattr(merged, field_name, statistics.mean(getattr(r, field_name) for r in runs))
     for r in runs:
         merged.latencies += r.latencies
@@ -154,29 +160,38 @@ def _merge(runs: list[Phase]) -> Phase:
         merged.prompts += r.prompts
         merged.false_blocked += r.false_blocked
         merged.checks += r.checks
+        merged.classifications += r.classifications
         merged.window += r.window
     return merged
 
 
-def run_scale(panes: int, seconds: float = 30.0, seed: int = 7, rounds: int = 2) -> list[Phase]:
+POLICIES = ("ours", "sweep", "sweep-skip")
+
+
+def run_scale(panes: int, seconds: float = 30.0, seed: int = 7, rounds: int = 2,
+              policies: tuple[str, ...] = POLICIES) -> list[Phase]:
     """Each policy once per round; the order reverses every other round so that whatever the first
-    phase of a process pays (allocator growth, caches) does not land on one policy."""
+    phase of a process pays (allocator growth, caches) does not land on one policy. `policies`: which
+    of POLICIES to run (ours alone for a quick look at the runtime's own cost)."""
 
     def sweep(now: float) -> Schedule:
         return FixedSweepSchedule(0.7, start=now)
 
-    policies: list[tuple[str, Callable[[float], Schedule], bool]] = [
-        ("our policy", lambda now: ChangeDrivenSchedule(start=now), True),
+    known: dict[str, tuple[str, Callable[[float], Schedule], bool]] = {
+        "ours": ("our policy", lambda now: ChangeDrivenSchedule(start=now), True),
         # The published design: every pane's screen re-read and judged every 700 ms.
-        ("700 ms sweep", sweep, False),
+        "sweep": ("700 ms sweep", sweep, False),
         # The same sweep given our skip of unchanged screens, to show what each part buys.
-        ("700 ms sweep + skip unchanged", sweep, True),
-    ]
+        "sweep-skip": ("700 ms sweep + skip unchanged", sweep, True),
+    }
+    chosen = [known[key] for key in POLICIES if key in policies]
+    if not chosen:
+        raise ValueError(f"no policy among {policies}; known: {', '.join(POLICIES)}")
 
     async def phases() -> list[Phase]:
-        runs: dict[str, list[Phase]] = {name: [] for name, _, _ in policies}
+        runs: dict[str, list[Phase]] = {name: [] for name, _, _ in chosen}
         for i in range(max(1, rounds)):
-            for name, schedule, skip in policies if i % 2 == 0 else list(reversed(policies)):
+            for name, schedule, skip in chosen if i % 2 == 0 else list(reversed(chosen)):
                 runs[name].append(await _run_phase(name, panes, seconds, seed, schedule, skip_unchanged=skip))
         return [_merge(r) for r in runs.values()]
 
@@ -186,22 +201,39 @@ def run_scale(panes: int, seconds: float = 30.0, seed: int = 7, rounds: int = 2)
     return asyncio.run(phases())
 
 
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100) by nearest rank: a value that was measured, never interpolated."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
 def _fmt(values: list[float]) -> str:
     if not values:
         return "- / -"
     return f"{statistics.median(values):.3f} / {max(values):.3f}"
 
 
+def _spread(values: list[float]) -> str:
+    if not values:
+        return "- / - / - / -"
+    return " / ".join(f"{percentile(values, q):.3f}" for q in (50, 90, 99, 100))
+
+
 def report(phases: list[Phase]) -> str:
     out = ["| panes | policy | runtime CPU (% of one core) | per pane | loadgen CPU % | RSS per pane (MB) "
-           "| checks/s | prompts | missed | latency median / max (s) | residual median / max (s) "
-           "| false blocked |", "|" + "---|" * 12]
+           "| checks/s | classifications/s | prompts | missed | latency p50 / p90 / p99 / max (s) "
+           "| residual median / max (s) | false blocked | load average |", "|" + "---|" * 14]
     for p in phases:
+        window = max(p.window, 1e-9)
         out.append(f"| {p.panes} | {p.name} | {p.cpu_percent_of_core:.1f} | {p.cpu_percent_of_core / p.panes:.3f} | "
-                   f"{p.loadgen_cpu_percent:.1f} | {p.rss_per_pane_mb:.3f} | {p.checks / max(p.window, 1e-9):.0f} | "
-                   f"{p.prompts} | {p.missed} | {_fmt(p.latencies)} | {_fmt(p.residuals)} | {p.false_blocked} |")
+                   f"{p.loadgen_cpu_percent:.1f} | {p.rss_per_pane_mb:.3f} | {p.checks / window:.0f} | "
+                   f"{p.classifications / window:.0f} | {p.prompts} | {p.missed} | {_spread(p.latencies)} | "
+                   f"{_fmt(p.residuals)} | {p.false_blocked} | {p.load_average:.1f} |")
     return "\n".join(out)
 
 
-def run(panes: int = 10, seconds: float = 30.0, seed: int = 7, rounds: int = 2) -> str:
-    return report(run_scale(panes, seconds, seed, rounds))
+def run(panes: int = 10, seconds: float = 30.0, seed: int = 7, rounds: int = 2,
+        policies: str = ",".join(POLICIES)) -> str:
+    chosen = tuple(name.strip() for name in policies.split(",") if name.strip())
+    return report(run_scale(panes, seconds, seed, rounds, chosen))
