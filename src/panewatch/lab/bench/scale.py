@@ -32,6 +32,7 @@ from panewatch.lab.loadgen import fifo_path
 from panewatch.runtime.live import LivePane, ManifestWatcher
 
 WARMUP = 4.0  # seconds before the CPU window opens: panes started, fakes drawing
+LAG_PROBE = 0.05  # seconds: how often the event loop's lateness is sampled
 
 
 @dataclass
@@ -42,6 +43,11 @@ class Phase:
     loadgen_cpu_percent: float = 0.0
     rss_per_pane_mb: float = 0.0
     latencies: list[float] = field(default_factory=list)  # prompt drawn -> pane state blocked
+    # Where a latency is spent: after the pane's last output was read (the schedule + the loop) ...
+    after_output: list[float] = field(default_factory=list)
+    # ... and the rest, before it was read (the fake's write -> `cat` -> the pty -> our read: the box).
+    before_output: list[float] = field(default_factory=list)
+    loop_lags: list[float] = field(default_factory=list)  # a 50 ms timer's lateness, over the window
     residuals: list[float] = field(default_factory=list)  # answer -> pane leaves blocked
     missed: int = 0
     missed_at: list[tuple[str, float, float]] = field(default_factory=list)  # (pane, prompt t, answer t)
@@ -58,10 +64,15 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _score(phase: Phase, truth: list[dict[str, object]], events: list[tuple[str, float, str]], end: float) -> None:
+Event = tuple[str, float, str, float]  # pane, unix time, state, seconds since the pane's last output
+
+
+def _score(phase: Phase, truth: list[dict[str, object]], events: list[Event], end: float) -> None:
     by_pane: dict[str, list[tuple[float, str]]] = {}
-    for pane, t, state in events:
+    after: dict[tuple[str, float], float] = {}
+    for pane, t, state, since_output in events:
         by_pane.setdefault(pane, []).append((t, state))
+        after[(pane, t)] = since_output
     truths: dict[str, list[tuple[float, str]]] = {}
     for line in truth:
         truths.setdefault(str(line["pane"]), []).append((float(str(line["t"])), str(line["state"])))
@@ -81,6 +92,9 @@ def _score(phase: Phase, truth: list[dict[str, object]], events: list[tuple[str,
                 phase.missed_at.append((pane, t, t_end))
                 continue
             phase.latencies.append(max(0.0, hit - t))
+            waited = min(after[(pane, hit)], hit - t)
+            phase.after_output.append(max(0.0, waited))
+            phase.before_output.append(max(0.0, hit - t - waited))
             leave = next((et for et, es in seen if es != "blocked" and et >= t_end), None)
             if leave is not None:
                 phase.residuals.append(max(0.0, leave - t_end))
@@ -95,7 +109,7 @@ async def _run_phase(name: str, panes: int, seconds: float, seed: int,
                      schedule: Callable[[float], Schedule], skip_unchanged: bool = True) -> Phase:
     phase = Phase(name, panes)
     loop = asyncio.get_running_loop()
-    events: list[tuple[str, float, str]] = []
+    events: list[Event] = []
     with tempfile.TemporaryDirectory(prefix="panewatch-scale-") as tmp:
         fifo_dir = Path(tmp)
         for i in range(panes):
@@ -105,15 +119,25 @@ async def _run_phase(name: str, panes: int, seconds: float, seed: int,
         live: list[LivePane] = []
 
         def on_change(change: StateChange) -> None:
-            events.append((change.pane, change.wall or time.time(), change.new.state))
+            pane = live[int(change.pane)]
+            events.append((change.pane, change.wall or time.time(), change.new.state,
+                           loop.time() - pane.last_output))
+
+        lags: list[float] | None = None
+
+        def lag_probe(expected: float) -> None:
+            if lags is None:
+                return  # the window closed
+            lags.append(max(0.0, loop.time() - expected))
+            loop.call_at(loop.time() + LAG_PROBE, lag_probe, loop.time() + LAG_PROBE)
 
         for i in range(panes):
             pane = LivePane(["cat", str(fifo_path(fifo_dir, i))], pane_id=str(i), agent="claude",
                             manifests=watcher, schedule=schedule)
             pane.detector.skip_unchanged = skip_unchanged
             pane.subscribe(on_change)
+            live.append(pane)  # before start(): its first state is published from there
             pane.start()
-            live.append(pane)
         truth_path = fifo_dir / "truth.jsonl"
         gen = subprocess.Popen([sys.executable, "-m", "panewatch.lab.loadgen", "--fifo-dir", str(fifo_dir),
                                 "--panes", str(panes), "--truth", str(truth_path), "--seconds", str(seconds),
@@ -121,6 +145,8 @@ async def _run_phase(name: str, panes: int, seconds: float, seed: int,
         gen_ps = psutil.Process(gen.pid)
         try:
             await asyncio.sleep(WARMUP)
+            lags = phase.loop_lags
+            loop.call_soon(lag_probe, loop.time())
             cpu0, wall0, gen0 = _cpu_seconds(), time.monotonic(), sum(gen_ps.cpu_times()[:2])
             phase.rss_per_pane_mb = (psutil.Process().memory_info().rss - rss_before) / panes / 1e6
             checks0 = sum(p.detector.stats.checks for p in live)
@@ -132,6 +158,7 @@ async def _run_phase(name: str, panes: int, seconds: float, seed: int,
             phase.checks = sum(p.detector.stats.checks for p in live) - checks0
             phase.classifications = sum(p.detector.stats.classifications for p in live) - classified0
             phase.load_average = os.getloadavg()[0]
+            lags = None
             while gen.poll() is None:
                 await asyncio.sleep(0.1)
         finally:
@@ -142,7 +169,6 @@ async def _run_phase(name: str, panes: int, seconds: float, seed: int,
             await asyncio.gather(*(p.close() for p in live), return_exceptions=True)
         truth = [json.loads(line) for line in truth_path.read_text().splitlines() if line.strip()]
         _score(phase, truth, events, end)
-    del loop
     return phase
 
 
@@ -154,6 +180,9 @@ def _merge(runs: list[Phase]) -> Phase:
         setattr(merged, field_name, statistics.mean(getattr(r, field_name) for r in runs))
     for r in runs:
         merged.latencies += r.latencies
+        merged.after_output += r.after_output
+        merged.before_output += r.before_output
+        merged.loop_lags += r.loop_lags
         merged.residuals += r.residuals
         merged.missed_at += r.missed_at
         merged.missed += r.missed
@@ -230,6 +259,13 @@ def report(phases: list[Phase]) -> str:
                    f"{p.loadgen_cpu_percent:.1f} | {p.rss_per_pane_mb:.3f} | {p.checks / window:.0f} | "
                    f"{p.classifications / window:.0f} | {p.prompts} | {p.missed} | {_spread(p.latencies)} | "
                    f"{_fmt(p.residuals)} | {p.false_blocked} | {p.load_average:.1f} |")
+    out += ["", "Where a latency is spent (p50 / p90 / p99 / max, s): before the runtime read the prompt's last "
+            "bytes (the fake's write, `cat`, the pty: the box), after it (the schedule and the loop), and how late "
+            f"a {LAG_PROBE * 1000:.0f} ms timer of the runtime's loop fired over the window.", "",
+            "| panes | policy | before the read | after the read | loop lateness |", "|---|---|---|---|---|"]
+    for p in phases:
+        out.append(f"| {p.panes} | {p.name} | {_spread(p.before_output)} | {_spread(p.after_output)} "
+                   f"| {_spread(p.loop_lags)} |")
     return "\n".join(out)
 
 
