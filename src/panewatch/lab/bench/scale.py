@@ -64,15 +64,12 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-Event = tuple[str, float, str, float]  # pane, unix time, state, seconds since the pane's last output
-
-
-def _score(phase: Phase, truth: list[dict[str, object]], events: list[Event], end: float) -> None:
+def _score(phase: Phase, truth: list[dict[str, object]], events: list[tuple[str, float, str]], end: float,
+           after: dict[tuple[str, float], float] | None = None) -> None:
+    """`after`: per (pane, unix time) of a change, seconds since that pane's last output was read."""
     by_pane: dict[str, list[tuple[float, str]]] = {}
-    after: dict[tuple[str, float], float] = {}
-    for pane, t, state, since_output in events:
+    for pane, t, state in events:
         by_pane.setdefault(pane, []).append((t, state))
-        after[(pane, t)] = since_output
     truths: dict[str, list[tuple[float, str]]] = {}
     for line in truth:
         truths.setdefault(str(line["pane"]), []).append((float(str(line["t"])), str(line["state"])))
@@ -92,9 +89,10 @@ def _score(phase: Phase, truth: list[dict[str, object]], events: list[Event], en
                 phase.missed_at.append((pane, t, t_end))
                 continue
             phase.latencies.append(max(0.0, hit - t))
-            waited = min(after[(pane, hit)], hit - t)
-            phase.after_output.append(max(0.0, waited))
-            phase.before_output.append(max(0.0, hit - t - waited))
+            if after is not None and (pane, hit) in after:
+                waited = min(after[(pane, hit)], hit - t)
+                phase.after_output.append(max(0.0, waited))
+                phase.before_output.append(max(0.0, hit - t - waited))
             leave = next((et for et, es in seen if es != "blocked" and et >= t_end), None)
             if leave is not None:
                 phase.residuals.append(max(0.0, leave - t_end))
@@ -109,7 +107,8 @@ async def _run_phase(name: str, panes: int, seconds: float, seed: int,
                      schedule: Callable[[float], Schedule], skip_unchanged: bool = True) -> Phase:
     phase = Phase(name, panes)
     loop = asyncio.get_running_loop()
-    events: list[Event] = []
+    events: list[tuple[str, float, str]] = []
+    after: dict[tuple[str, float], float] = {}
     with tempfile.TemporaryDirectory(prefix="panewatch-scale-") as tmp:
         fifo_dir = Path(tmp)
         for i in range(panes):
@@ -119,9 +118,9 @@ async def _run_phase(name: str, panes: int, seconds: float, seed: int,
         live: list[LivePane] = []
 
         def on_change(change: StateChange) -> None:
-            pane = live[int(change.pane)]
-            events.append((change.pane, change.wall or time.time(), change.new.state,
-                           loop.time() - pane.last_output))
+            wall = change.wall or time.time()
+            events.append((change.pane, wall, change.new.state))
+            after[(change.pane, wall)] = loop.time() - live[int(change.pane)].last_output
 
         lags: list[float] | None = None
 
@@ -168,7 +167,7 @@ async def _run_phase(name: str, panes: int, seconds: float, seed: int,
             end = time.time()
             await asyncio.gather(*(p.close() for p in live), return_exceptions=True)
         truth = [json.loads(line) for line in truth_path.read_text().splitlines() if line.strip()]
-        _score(phase, truth, events, end)
+        _score(phase, truth, events, end, after)
     return phase
 
 
