@@ -408,3 +408,39 @@ def test_panes_on_one_loop_share_one_foreground_sweep() -> None:
         assert len(sweep) == 0 and sweep._handle is None
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_detection_timers_of_all_panes_share_one_heap() -> None:
+    """Each pane's due time lives in the loop's DueTimers; a pane armed earlier supersedes its later
+    entry (skipped when it comes), and detection still publishes the screen's state."""
+    from panewatch.runtime.driver import DueTimers
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        watcher = ManifestWatcher()
+        seen: list[str] = []
+        panes = [LivePane(["bash", "--norc", "--noprofile", "-c", "printf 'hello\\n'; sleep 30"], pane_id=str(i),
+                          manifests=watcher, env=env()) for i in range(3)]
+        for pane in panes:
+            pane.subscribe(lambda change: seen.append(change.pane))
+            pane.start()
+        timers = DueTimers.of(loop)
+        assert all(pane._timers is timers for pane in panes)
+        deadline = loop.time() + 20
+        while any(pane.detector.stats.checks == 0 for pane in panes):
+            assert loop.time() < deadline
+            await asyncio.sleep(0.02)
+        calls: list[int] = []
+        probe = panes[0]
+        real = probe._on_due
+        probe._on_due = lambda token: (calls.append(token), real(token))  # type: ignore[method-assign]
+        late, early = timers.arm(loop.time() + 0.2, probe), timers.arm(loop.time() + 0.05, probe)
+        probe._due = early
+        while len(calls) < 2:
+            assert loop.time() < deadline
+            await asyncio.sleep(0.02)
+        assert calls[:2] == [early, late] and probe._due != late  # the late one came and was skipped
+        for pane in panes:
+            await pane.close()
+
+    asyncio.run(asyncio.wait_for(main(), 60))
