@@ -57,6 +57,17 @@ class Phase:
     classifications: int = 0  # times rules actually ran (the screen differed from the one last judged)
     window: float = 0.0
     load_average: float = 0.0  # the machine's 1-minute load average at the end of the window (shared box)
+    # The runtime's main thread runnable but waiting for a CPU, % of the window (/proc schedstat): a
+    # starved process cannot use more CPU than its share, and its loop runs late however cheap it is.
+    runqueue_wait_percent: float = 0.0
+
+
+def _runqueue_wait() -> float:
+    """Seconds this thread has waited on a run queue (0 where /proc/self/schedstat is missing)."""
+    try:
+        return int(Path("/proc/self/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def _cpu_seconds() -> float:
@@ -147,12 +158,14 @@ async def _run_phase(name: str, panes: int, seconds: float, seed: int,
             lags = phase.loop_lags
             loop.call_soon(lag_probe, loop.time())
             cpu0, wall0, gen0 = _cpu_seconds(), time.monotonic(), sum(gen_ps.cpu_times()[:2])
+            wait0 = _runqueue_wait()
             phase.rss_per_pane_mb = (psutil.Process().memory_info().rss - rss_before) / panes / 1e6
             checks0 = sum(p.detector.stats.checks for p in live)
             classified0 = sum(p.detector.stats.classifications for p in live)
             await asyncio.sleep(max(1.0, seconds - WARMUP - 1.0))
             phase.window = time.monotonic() - wall0
             phase.cpu_percent_of_core = (_cpu_seconds() - cpu0) / phase.window * 100
+            phase.runqueue_wait_percent = (_runqueue_wait() - wait0) / phase.window * 100
             phase.loadgen_cpu_percent = (sum(gen_ps.cpu_times()[:2]) - gen0) / phase.window * 100
             phase.checks = sum(p.detector.stats.checks for p in live) - checks0
             phase.classifications = sum(p.detector.stats.classifications for p in live) - classified0
@@ -175,7 +188,8 @@ def _merge(runs: list[Phase]) -> Phase:
     """One row from the same policy's rounds: CPU and memory averaged, latencies pooled."""
     first = runs[0]
     merged = Phase(first.name, first.panes)
-    for field_name in ("cpu_percent_of_core", "loadgen_cpu_percent", "rss_per_pane_mb", "load_average"):
+    for field_name in ("cpu_percent_of_core", "loadgen_cpu_percent", "rss_per_pane_mb", "load_average",
+                       "runqueue_wait_percent"):
         setattr(merged, field_name, statistics.mean(getattr(r, field_name) for r in runs))
     for r in runs:
         merged.latencies += r.latencies
@@ -251,13 +265,14 @@ def _spread(values: list[float]) -> str:
 def report(phases: list[Phase]) -> str:
     out = ["| panes | policy | runtime CPU (% of one core) | per pane | loadgen CPU % | RSS per pane (MB) "
            "| checks/s | classifications/s | prompts | missed | latency p50 / p90 / p99 / max (s) "
-           "| residual median / max (s) | false blocked | load average |", "|" + "---|" * 14]
+           "| residual median / max (s) | false blocked | load average | waited for a CPU (% of the window) |",
+           "|" + "---|" * 15]
     for p in phases:
         window = max(p.window, 1e-9)
         out.append(f"| {p.panes} | {p.name} | {p.cpu_percent_of_core:.1f} | {p.cpu_percent_of_core / p.panes:.3f} | "
                    f"{p.loadgen_cpu_percent:.1f} | {p.rss_per_pane_mb:.3f} | {p.checks / window:.0f} | "
                    f"{p.classifications / window:.0f} | {p.prompts} | {p.missed} | {_spread(p.latencies)} | "
-                   f"{_fmt(p.residuals)} | {p.false_blocked} | {p.load_average:.1f} |")
+                   f"{_fmt(p.residuals)} | {p.false_blocked} | {p.load_average:.1f} | {p.runqueue_wait_percent:.0f} |")
     out += ["", "Where a latency is spent (p50 / p90 / p99 / max, s): before the runtime read the prompt's last "
             "bytes (the fake's write, `cat`, the pty: the box), after it (the schedule and the loop), and how late "
             f"a {LAG_PROBE * 1000:.0f} ms timer of the runtime's loop fired over the window.", "",
