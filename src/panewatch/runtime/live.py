@@ -250,7 +250,7 @@ class LivePane(PaneDriver):
         self._done = asyncio.Event()
         self._session.start_reading()
         self._start_driving(loop)
-        self._fg_first = loop.call_soon(self._poll_foreground)  # then every FOREGROUND_POLL with the others
+        self._fg_first = loop.call_soon(self._first_poll)  # then every FOREGROUND_POLL with the others
         self._fg_sweep = ForegroundSweep.of(loop)
         self._fg_sweep.add(self)
         self._exit_task = loop.create_task(self._watch_exit())
@@ -368,9 +368,12 @@ class LivePane(PaneDriver):
             self._cast = None
             self._file_failed("the recording", self._record_fh, exc)
 
+    def _first_poll(self) -> None:
+        self._fg_first = None
+        self._poll_foreground()
+
     def _poll_foreground(self) -> None:
         assert self._loop is not None
-        self._fg_first = None
         if self._session is None or self.exit_code is not None:
             return
         self._foreground_changed(self._loop.time(), self._session.foreground_pgid())
