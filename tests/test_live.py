@@ -373,3 +373,74 @@ def test_hook_report_survives_animations_but_not_a_real_screen_change(tmp_path: 
         await pane.close()
 
     run(main)
+
+
+def test_panes_on_one_loop_share_one_foreground_sweep() -> None:
+    """One timer polls every pane's foreground (not one per pane); a pane that ends leaves it, the last
+    one stops it; a shell's foreground job is still seen by the shared sweep."""
+    from panewatch.runtime.live import ForegroundSweep
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        watcher = ManifestWatcher()
+        shell = LivePane(["bash", "--norc", "--noprofile", "-c", "stty -echo; read -r x; exec sleep 30"], pane_id="a",
+                         manifests=watcher, env=env())
+        other = LivePane(["sleep", "30"], pane_id="b", manifests=watcher, env=env())
+        shell.start()
+        other.start()
+        sweep = ForegroundSweep.of(loop)
+        assert len(sweep) == 2
+        deadline = loop.time() + 20
+        while shell.foreground is None or other.foreground is None:
+            assert loop.time() < deadline
+            await asyncio.sleep(0.02)
+        assert shell.foreground.name == "bash"
+        await asyncio.sleep(0.2)  # stty has run
+        sweeps = sweep.sweeps
+        shell.write(b"go\n")  # not echoed; bash execs sleep: no output follows, only the sweep can see it
+        while shell.foreground is None or shell.foreground.name != "sleep":
+            assert loop.time() < deadline, shell.foreground
+            await asyncio.sleep(0.02)
+        assert sweep.sweeps > sweeps
+        await other.close()
+        assert len(sweep) == 1
+        await shell.close()
+        assert len(sweep) == 0 and sweep._handle is None
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_detection_timers_of_all_panes_share_one_heap() -> None:
+    """Each pane's due time lives in the loop's DueTimers; a pane armed earlier supersedes its later
+    entry (skipped when it comes), and detection still publishes the screen's state."""
+    from panewatch.runtime.driver import DueTimers
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        watcher = ManifestWatcher()
+        seen: list[str] = []
+        panes = [LivePane(["bash", "--norc", "--noprofile", "-c", "printf 'hello\\n'; sleep 30"], pane_id=str(i),
+                          manifests=watcher, env=env()) for i in range(3)]
+        for pane in panes:
+            pane.subscribe(lambda change: seen.append(change.pane))
+            pane.start()
+        timers = DueTimers.of(loop)
+        assert all(pane._timers is timers for pane in panes)
+        deadline = loop.time() + 20
+        while any(pane.detector.stats.checks == 0 for pane in panes):
+            assert loop.time() < deadline
+            await asyncio.sleep(0.02)
+        calls: list[int] = []
+        probe = panes[0]
+        real = probe._on_due
+        probe._on_due = lambda token: (calls.append(token), real(token))  # type: ignore[method-assign]
+        late, early = timers.arm(loop.time() + 0.2, probe), timers.arm(loop.time() + 0.05, probe)
+        probe._due = early
+        while len(calls) < 2:
+            assert loop.time() < deadline
+            await asyncio.sleep(0.02)
+        assert calls[:2] == [early, late] and probe._due != late  # the late one came and was skipped
+        for pane in panes:
+            await pane.close()
+
+    asyncio.run(asyncio.wait_for(main(), 60))

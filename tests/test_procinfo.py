@@ -121,3 +121,34 @@ def test_unchanged_group_is_described_ever_less_often() -> None:
         tracker.poll(now, pid, pid, [])
     # 1 + re-descriptions at ~1, 3, 7, 15, 23, 31, 39 s: doubling up to the cap, not every second.
     assert 6 <= tracker.describes <= 9
+
+
+def test_unchanged_leader_is_re_described_from_its_fingerprint_alone(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`cat` holds the pane: after the first description, polls read only its /proc stat and cmdline
+    (psutil is not asked again) until something the description depends on changes."""
+    import subprocess
+
+    from panewatch.runtime import process as procinfo
+
+    proc = subprocess.Popen(["cat"], stdin=subprocess.PIPE, start_new_session=True)
+    try:
+        tracker = procinfo.ForegroundTracker(settle=0.0, refresh=0.1, max_refresh=0.1)
+        assert tracker.poll(0.0, proc.pid, proc.pid, MANIFESTS)
+        first = tracker.current
+
+        def forbidden(*_args: object, **_kwargs: object) -> object:
+            raise AssertionError("described in full")
+
+        monkeypatch.setattr(procinfo, "_describe", forbidden)
+        for i in range(1, 6):
+            assert not tracker.poll(i * 0.2, proc.pid, proc.pid, MANIFESTS)
+        assert (tracker.describes, tracker.skipped, tracker.current) == (1, 5, first)
+        monkeypatch.undo()
+        # Other manifests (a reload): described again.
+        assert not tracker.poll(2.0, proc.pid, proc.pid, [])
+        assert tracker.describes == 2
+    finally:
+        proc.kill()
+        proc.wait()
+        assert proc.stdin is not None
+        proc.stdin.close()

@@ -179,7 +179,13 @@ class PaneMachine:
         """Run the scheduled check; call when `next_due()` has come."""
         if self.has_exited:
             return self._flush([])
-        if self._settle_due is not None and t >= self._settle_due:
+        settled = self._settle_due is not None and t >= self._settle_due
+        if not settled and not self.detector.due(t):
+            # A live timer armed for an earlier due time, fired after more output moved the check later
+            # (an animation's next frame): nothing is due, so nothing is read (a snapshot of a screen fed
+            # since is an engine read) nor combined; the driver re-arms at next_due().
+            return self._flush([])
+        if settled:
             self._settle_due = None
         self.detector.tick(t)
         self._observe_screen()

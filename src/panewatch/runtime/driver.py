@@ -11,9 +11,12 @@ Everything runs on one asyncio loop; what the state is is decided in core.
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import json
 import logging
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import replace
 from typing import IO, Protocol
@@ -44,6 +47,55 @@ class Manifests(Protocol):
     def stop(self) -> None: ...
 
 
+class DueTimers:
+    """Every pane's detection time on one loop in one heap, behind one asyncio timer: asyncio's own
+    heap compares its TimerHandles in Python (`__lt__`, ~12 calls per push or pop among 1000 panes'
+    timers) and a re-armed pane leaves a cancelled handle behind; here the heap holds plain tuples and
+    a superseded entry is skipped when its time comes."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._heap: list[tuple[float, int, PaneDriver]] = []
+        self._tokens = itertools.count()
+        self._handle: asyncio.TimerHandle | None = None
+        self._handle_at = float("inf")
+        self._resolution = time.get_clock_info("monotonic").resolution
+
+    @classmethod
+    def of(cls, loop: asyncio.AbstractEventLoop) -> DueTimers:
+        timers = _TIMERS.get(loop)
+        if timers is None:
+            timers = _TIMERS[loop] = cls(loop)
+        return timers
+
+    def arm(self, when: float, driver: PaneDriver) -> int:
+        """Call `driver._on_due(token)` at `when` (loop time); returns the token."""
+        token = next(self._tokens)
+        heapq.heappush(self._heap, (when, token, driver))
+        if when < self._handle_at:
+            self._schedule(when)
+        return token
+
+    def _schedule(self, when: float) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        self._handle, self._handle_at = self._loop.call_at(when, self._fire), when
+
+    def _fire(self) -> None:
+        self._handle, self._handle_at = None, float("inf")
+        end = self._loop.time() + self._resolution  # what asyncio itself counts as come
+        heap, come = self._heap, []
+        while heap and heap[0][0] < end:  # popped first: a time armed by one of them waits for the next turn
+            come.append(heapq.heappop(heap))
+        for _, token, driver in come:
+            try:
+                driver._on_due(token)
+            except Exception:  # one pane's failure must not stop the others' detection
+                log.exception("detection of pane %s failed", driver.pane_id)
+        if heap and heap[0][0] < self._handle_at:
+            self._schedule(heap[0][0])
+
+
 class PaneDriver:
     """The machine, its timer and its subscribers. `_loop` is set by the source's `start()`."""
 
@@ -70,8 +122,9 @@ class PaneDriver:
         self._events_fh = events
         self._subscribers: list[Subscriber] = []
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._due: asyncio.TimerHandle | None = None
+        self._due: int | None = None  # our entry in the loop's DueTimers (its token)
         self._due_at = float("inf")
+        self._timers: DueTimers | None = None
         self._unwatch: Callable[[], None] | None = None
         self._last_input = float("-inf")
 
@@ -81,15 +134,14 @@ class PaneDriver:
         """Watch the manifests, publish the first state (stamped `now`: when the pane started, the
         time its recording starts from), arm the timer."""
         self._loop = loop
+        self._timers = DueTimers.of(loop)
         self.watcher.start()
         self._unwatch = self.watcher.subscribe(self._on_manifests)
         self._emit(StateChange(loop.time() if now is None else now, self.pane_id, None, self.state, self.agent))
         self._arm()
 
     def _stop_driving(self) -> None:
-        if self._due is not None:
-            self._due.cancel()
-        self._due = None
+        self._due = None  # our entry, if any, is skipped when its time comes
         self._due_at = float("inf")
         if self._unwatch is not None:
             self._unwatch()
@@ -112,19 +164,17 @@ class PaneDriver:
 
     def _arm(self) -> None:
         """(Re)arm the one detection timer at the machine's next due time."""
-        if self._loop is None or self.machine.has_exited:
+        if self._timers is None or self.machine.has_exited:
             return
         due = self.machine.next_due()
         if self._due is not None and due >= self._due_at:
-            return
-        if self._due is not None:
-            self._due.cancel()
+            return  # the armed time comes first: the tick then finds nothing due and re-arms
         self._due_at = due
-        if due != float("inf"):
-            self._due = self._loop.call_at(due, self._on_due)
+        self._due = None if due == float("inf") else self._timers.arm(due, self)
 
-    def _on_due(self) -> None:
-        assert self._loop is not None
+    def _on_due(self, token: int) -> None:
+        if token != self._due or self._loop is None:
+            return  # superseded by an earlier time, or the pane stopped
         self._due, self._due_at = None, float("inf")
         self._publish(self.machine.tick(self._loop.time()))
         self._arm()
@@ -246,3 +296,6 @@ class PaneDriver:
         where = f" ({name})" if isinstance(name, str) else ""
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         self.on_error(f"panewatch: {what}{where} stopped: {reason}; the pane and its detection went on")
+
+
+_TIMERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, DueTimers] = weakref.WeakKeyDictionary()

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import os
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -133,6 +134,54 @@ class ManifestWatcher:
         self._handle = asyncio.get_running_loop().call_later(self.interval, self._tick)
 
 
+class ForegroundSweep:
+    """One timer per event loop polls the foreground of every live pane on it each FOREGROUND_POLL:
+    with a timer per pane, 1000 panes cost 2000 timer callbacks a second (a handle each, the heap,
+    a loop turn) for what is one cheap `tcgetpgrp` per pane. A pane that fails is logged; the sweep
+    goes on to the others."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._panes: dict[int, LivePane] = {}  # by id(): insertion order is the polling order
+        self._handle: asyncio.TimerHandle | None = None
+        self.sweeps = 0
+
+    @classmethod
+    def of(cls, loop: asyncio.AbstractEventLoop) -> ForegroundSweep:
+        sweep = _SWEEPS.get(loop)
+        if sweep is None:
+            sweep = _SWEEPS[loop] = cls(loop)
+        return sweep
+
+    def add(self, pane: LivePane) -> None:
+        self._panes[id(pane)] = pane
+        if self._handle is None:
+            self._handle = self._loop.call_later(FOREGROUND_POLL, self._sweep)
+
+    def remove(self, pane: LivePane) -> None:
+        self._panes.pop(id(pane), None)
+        if not self._panes and self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def __len__(self) -> int:
+        return len(self._panes)
+
+    def _sweep(self) -> None:
+        self._handle = None
+        self.sweeps += 1
+        for pane in list(self._panes.values()):
+            try:
+                pane._poll_foreground()
+            except Exception:  # one pane's failure must not stop the others' polls
+                log.exception("foreground poll of pane %s failed", pane.pane_id)
+        if self._panes and self._handle is None:
+            self._handle = self._loop.call_later(FOREGROUND_POLL, self._sweep)
+
+
+_SWEEPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ForegroundSweep] = weakref.WeakKeyDictionary()
+
+
 class LivePane(PaneDriver):
     """One agent pane on the real clock. Create, then `start()` from inside the running loop.
 
@@ -175,7 +224,8 @@ class LivePane(PaneDriver):
         self._cast: CastWriter | None = None
         self._decoders = {k: codecs.getincrementaldecoder("utf-8")("replace") for k in ("o", "i")}
         self._session: PtySession | None = None
-        self._fg_handle: asyncio.TimerHandle | None = None
+        self._fg_first: asyncio.Handle | None = None
+        self._fg_sweep: ForegroundSweep | None = None
         self._exit_task: asyncio.Task[None] | None = None
         self._done: asyncio.Event | None = None
 
@@ -200,7 +250,9 @@ class LivePane(PaneDriver):
         self._done = asyncio.Event()
         self._session.start_reading()
         self._start_driving(loop, now)  # one time axis with the recording (LiveAgent.t0)
-        self._fg_handle = loop.call_later(0, self._poll_foreground)
+        self._fg_first = loop.call_soon(self._first_poll)  # then every FOREGROUND_POLL with the others
+        self._fg_sweep = ForegroundSweep.of(loop)
+        self._fg_sweep.add(self)
         self._exit_task = loop.create_task(self._watch_exit())
 
     @property
@@ -245,9 +297,12 @@ class LivePane(PaneDriver):
             self._done.set()
 
     def _stop_timers(self) -> None:
-        if self._fg_handle is not None:
-            self._fg_handle.cancel()
-        self._fg_handle = None
+        if self._fg_first is not None:
+            self._fg_first.cancel()
+        self._fg_first = None
+        if self._fg_sweep is not None:
+            self._fg_sweep.remove(self)
+        self._fg_sweep = None
         self._stop_driving()
 
     async def _watch_exit(self) -> None:
@@ -313,13 +368,15 @@ class LivePane(PaneDriver):
             self._cast = None
             self._file_failed("the recording", self._record_fh, exc)
 
+    def _first_poll(self) -> None:
+        self._fg_first = None
+        self._poll_foreground()
+
     def _poll_foreground(self) -> None:
         assert self._loop is not None
-        self._fg_handle = None
         if self._session is None or self.exit_code is not None:
             return
         self._foreground_changed(self._loop.time(), self._session.foreground_pgid())
-        self._fg_handle = self._loop.call_later(FOREGROUND_POLL, self._poll_foreground)
 
     def _foreground_changed(self, now: float, pgid: int | None) -> None:
         assert self._session is not None

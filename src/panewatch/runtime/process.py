@@ -67,17 +67,47 @@ def _leader_alone(pgid: int, manifests: list[Manifest]) -> Foreground | None:
     return None
 
 
+def leader_fingerprint(pgid: int) -> tuple[bytes, ...] | None:
+    """What a leader-alone description (`_leader_alone`) depends on, read from /proc with two plain
+    reads (psutil's Process, oneshot, name, cmdline and create_time take several opens and the boot
+    time): the leader's name, whether it is a zombie, its group, its start time and its command line.
+    None if it cannot be read (the process is gone, or not Linux): then describe in full."""
+    try:
+        stat = _read_proc(f"/proc/{pgid}/stat")
+        cmdline = _read_proc(f"/proc/{pgid}/cmdline")
+    except OSError:
+        return None
+    name, _, rest = stat.partition(b" (")[2].rpartition(b")")
+    fields = rest.split()
+    if len(fields) < 20:
+        return None
+    # After "pid (comm)": state(0) ppid(1) pgrp(2) ... starttime(19).
+    return name, fields[0], fields[2], fields[19], cmdline
+
+
+def _read_proc(path: str) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(fd, 65536)
+    finally:
+        os.close(fd)
+
+
 def describe_group(pgid: int, session_pid: int, manifests: Iterable[Manifest]) -> Foreground:
-    manifests = list(manifests)
+    return _describe(pgid, session_pid, list(manifests))[0]
+
+
+def _describe(pgid: int, session_pid: int, manifests: list[Manifest]) -> tuple[Foreground, bool]:
+    """The description, and whether the leader alone settled it."""
     if (alone := _leader_alone(pgid, manifests)) is not None:
-        return alone
+        return alone, True
     infos: list[tuple[psutil.Process, str, tuple[str, ...], float]] = []
     for proc in group_members(pgid, session_pid):
         info = _info(proc)
         if info is not None:
             infos.append((proc, *info))
     if not infos:
-        return Foreground(pgid, "", (), False, None)
+        return Foreground(pgid, "", (), False, None), False
     # The leader names the job (`claude | tee log` is claude); without it the newest member does.
     infos.sort(key=lambda item: (item[0].pid != pgid, -item[3]))
     proc, name, cmdline, _ = infos[0]
@@ -89,7 +119,7 @@ def describe_group(pgid: int, session_pid: int, manifests: Iterable[Manifest]) -
             break
     # Only shells in the group: a shell waits at its prompt (a shell running a command has children here).
     shell = agent_id is None and all(is_shell_name(item[1]) for item in infos)
-    return Foreground(pgid, name, cmdline, shell, agent_id, proc.pid, agent_pid)
+    return Foreground(pgid, name, cmdline, shell, agent_id, proc.pid, agent_pid), False
 
 
 def foreground(master_fd: int, session_pid: int, manifests: Iterable[Manifest]) -> Foreground | None:
@@ -119,6 +149,10 @@ class ForegroundTracker:
         self._changed_at = float("-inf")
         self._described_at = float("-inf")
         self.describes = 0
+        self.skipped = 0  # re-describes answered by the leader's fingerprint (nothing it depends on moved)
+        # The last description came from the leader alone: it stands while the leader's fingerprint and
+        # the manifests are as then (compared by identity first: the watcher keeps its objects until a reload).
+        self._alone_key: tuple[object, ...] | None = None
         self.versions: dict[int, str | None] = {}  # agent pid -> its version, as learnt (runtime/version.py)
 
     def poll(self, now: float, pgid: int | None, session_pid: int, manifests: Iterable[Manifest]) -> bool:
@@ -138,8 +172,16 @@ class ForegroundTracker:
             if not settling:
                 self._refresh = min(self._refresh * 2, self.max_refresh)
         self._described_at = now
+        manifests = list(manifests)
+        fingerprint = leader_fingerprint(pgid)
+        key = None if fingerprint is None else (pgid, fingerprint, *manifests)
+        if key is not None and key == self._alone_key and self.current is not None:
+            self.skipped += 1  # the leader alone said who holds the pane, and nothing about it changed
+            return False
         self.describes += 1
-        new = describe_group(pgid, session_pid, manifests)
+        new, alone = _describe(pgid, session_pid, manifests)
+        # A fingerprint read before the description: a change in between makes the next poll describe again.
+        self._alone_key = key if alone else None
         if new.agent_pid is not None and (version := self.versions.get(new.agent_pid)) is not None:
             new = replace(new, version=version)
         changed = new != self.current

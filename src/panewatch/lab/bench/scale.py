@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import os
 import resource
 import statistics
@@ -31,6 +32,7 @@ from panewatch.lab.loadgen import fifo_path
 from panewatch.runtime.live import LivePane, ManifestWatcher
 
 WARMUP = 4.0  # seconds before the CPU window opens: panes started, fakes drawing
+LAG_PROBE = 0.05  # seconds: how often the event loop's lateness is sampled
 
 
 @dataclass
@@ -41,13 +43,31 @@ class Phase:
     loadgen_cpu_percent: float = 0.0
     rss_per_pane_mb: float = 0.0
     latencies: list[float] = field(default_factory=list)  # prompt drawn -> pane state blocked
+    # Where a latency is spent: after the pane's last output was read (the schedule + the loop) ...
+    after_output: list[float] = field(default_factory=list)
+    # ... and the rest, before it was read (the fake's write -> `cat` -> the pty -> our read: the box).
+    before_output: list[float] = field(default_factory=list)
+    loop_lags: list[float] = field(default_factory=list)  # a 50 ms timer's lateness, over the window
     residuals: list[float] = field(default_factory=list)  # answer -> pane leaves blocked
     missed: int = 0
     missed_at: list[tuple[str, float, float]] = field(default_factory=list)  # (pane, prompt t, answer t)
     prompts: int = 0
     false_blocked: int = 0
-    checks: int = 0
+    checks: int = 0  # times a pane's schedule fired
+    classifications: int = 0  # times rules actually ran (the screen differed from the one last judged)
     window: float = 0.0
+    load_average: float = 0.0  # the machine's 1-minute load average at the end of the window (shared box)
+    # The runtime's main thread runnable but waiting for a CPU, % of the window (/proc schedstat): a
+    # starved process cannot use more CPU than its share, and its loop runs late however cheap it is.
+    runqueue_wait_percent: float = 0.0
+
+
+def _runqueue_wait() -> float:
+    """Seconds this thread has waited on a run queue (0 where /proc/self/schedstat is missing)."""
+    try:
+        return int(Path("/proc/self/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def _cpu_seconds() -> float:
@@ -55,7 +75,9 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _score(phase: Phase, truth: list[dict[str, object]], events: list[tuple[str, float, str]], end: float) -> None:
+def _score(phase: Phase, truth: list[dict[str, object]], events: list[tuple[str, float, str]], end: float,
+           after: dict[tuple[str, float], float] | None = None) -> None:
+    """`after`: per (pane, unix time) of a change, seconds since that pane's last output was read."""
     by_pane: dict[str, list[tuple[float, str]]] = {}
     for pane, t, state in events:
         by_pane.setdefault(pane, []).append((t, state))
@@ -78,6 +100,10 @@ def _score(phase: Phase, truth: list[dict[str, object]], events: list[tuple[str,
                 phase.missed_at.append((pane, t, t_end))
                 continue
             phase.latencies.append(max(0.0, hit - t))
+            if after is not None and (pane, hit) in after:
+                waited = min(after[(pane, hit)], hit - t)
+                phase.after_output.append(max(0.0, waited))
+                phase.before_output.append(max(0.0, hit - t - waited))
             leave = next((et for et, es in seen if es != "blocked" and et >= t_end), None)
             if leave is not None:
                 phase.residuals.append(max(0.0, leave - t_end))
@@ -93,6 +119,7 @@ async def _run_phase(name: str, panes: int, seconds: float, seed: int,
     phase = Phase(name, panes)
     loop = asyncio.get_running_loop()
     events: list[tuple[str, float, str]] = []
+    after: dict[tuple[str, float], float] = {}
     with tempfile.TemporaryDirectory(prefix="panewatch-scale-") as tmp:
         fifo_dir = Path(tmp)
         for i in range(panes):
@@ -102,15 +129,25 @@ async def _run_phase(name: str, panes: int, seconds: float, seed: int,
         live: list[LivePane] = []
 
         def on_change(change: StateChange) -> None:
-            events.append((change.pane, change.wall or time.time(), change.new.state))
+            wall = change.wall or time.time()
+            events.append((change.pane, wall, change.new.state))
+            after[(change.pane, wall)] = loop.time() - live[int(change.pane)].last_output
+
+        lags: list[float] | None = None
+
+        def lag_probe(expected: float) -> None:
+            if lags is None:
+                return  # the window closed
+            lags.append(max(0.0, loop.time() - expected))
+            loop.call_at(loop.time() + LAG_PROBE, lag_probe, loop.time() + LAG_PROBE)
 
         for i in range(panes):
             pane = LivePane(["cat", str(fifo_path(fifo_dir, i))], pane_id=str(i), agent="claude",
                             manifests=watcher, schedule=schedule)
             pane.detector.skip_unchanged = skip_unchanged
             pane.subscribe(on_change)
+            live.append(pane)  # before start(): its first state is published from there
             pane.start()
-            live.append(pane)
         truth_path = fifo_dir / "truth.jsonl"
         gen = subprocess.Popen([sys.executable, "-m", "panewatch.lab.loadgen", "--fifo-dir", str(fifo_dir),
                                 "--panes", str(panes), "--truth", str(truth_path), "--seconds", str(seconds),
@@ -118,14 +155,22 @@ async def _run_phase(name: str, panes: int, seconds: float, seed: int,
         gen_ps = psutil.Process(gen.pid)
         try:
             await asyncio.sleep(WARMUP)
+            lags = phase.loop_lags
+            loop.call_soon(lag_probe, loop.time())
             cpu0, wall0, gen0 = _cpu_seconds(), time.monotonic(), sum(gen_ps.cpu_times()[:2])
+            wait0 = _runqueue_wait()
             phase.rss_per_pane_mb = (psutil.Process().memory_info().rss - rss_before) / panes / 1e6
             checks0 = sum(p.detector.stats.checks for p in live)
+            classified0 = sum(p.detector.stats.classifications for p in live)
             await asyncio.sleep(max(1.0, seconds - WARMUP - 1.0))
             phase.window = time.monotonic() - wall0
             phase.cpu_percent_of_core = (_cpu_seconds() - cpu0) / phase.window * 100
+            phase.runqueue_wait_percent = (_runqueue_wait() - wait0) / phase.window * 100
             phase.loadgen_cpu_percent = (sum(gen_ps.cpu_times()[:2]) - gen0) / phase.window * 100
             phase.checks = sum(p.detector.stats.checks for p in live) - checks0
+            phase.classifications = sum(p.detector.stats.classifications for p in live) - classified0
+            phase.load_average = os.getloadavg()[0]
+            lags = None
             while gen.poll() is None:
                 await asyncio.sleep(0.1)
         finally:
@@ -135,8 +180,7 @@ async def _run_phase(name: str, panes: int, seconds: float, seed: int,
             end = time.time()
             await asyncio.gather(*(p.close() for p in live), return_exceptions=True)
         truth = [json.loads(line) for line in truth_path.read_text().splitlines() if line.strip()]
-        _score(phase, truth, events, end)
-    del loop
+        _score(phase, truth, events, end, after)
     return phase
 
 
@@ -144,39 +188,52 @@ def _merge(runs: list[Phase]) -> Phase:
     """One row from the same policy's rounds: CPU and memory averaged, latencies pooled."""
     first = runs[0]
     merged = Phase(first.name, first.panes)
-    for field_name in ("cpu_percent_of_core", "loadgen_cpu_percent", "rss_per_pane_mb"):
+    for field_name in ("cpu_percent_of_core", "loadgen_cpu_percent", "rss_per_pane_mb", "load_average",
+                       "runqueue_wait_percent"):
         setattr(merged, field_name, statistics.mean(getattr(r, field_name) for r in runs))
     for r in runs:
         merged.latencies += r.latencies
+        merged.after_output += r.after_output
+        merged.before_output += r.before_output
+        merged.loop_lags += r.loop_lags
         merged.residuals += r.residuals
         merged.missed_at += r.missed_at
         merged.missed += r.missed
         merged.prompts += r.prompts
         merged.false_blocked += r.false_blocked
         merged.checks += r.checks
+        merged.classifications += r.classifications
         merged.window += r.window
     return merged
 
 
-def run_scale(panes: int, seconds: float = 30.0, seed: int = 7, rounds: int = 2) -> list[Phase]:
+POLICIES = ("ours", "sweep", "sweep-skip")
+
+
+def run_scale(panes: int, seconds: float = 30.0, seed: int = 7, rounds: int = 2,
+              policies: tuple[str, ...] = POLICIES) -> list[Phase]:
     """Each policy once per round; the order reverses every other round so that whatever the first
-    phase of a process pays (allocator growth, caches) does not land on one policy."""
+    phase of a process pays (allocator growth, caches) does not land on one policy. `policies`: which
+    of POLICIES to run (ours alone for a quick look at the runtime's own cost)."""
 
     def sweep(now: float) -> Schedule:
         return FixedSweepSchedule(0.7, start=now)
 
-    policies: list[tuple[str, Callable[[float], Schedule], bool]] = [
-        ("our policy", lambda now: ChangeDrivenSchedule(start=now), True),
+    known: dict[str, tuple[str, Callable[[float], Schedule], bool]] = {
+        "ours": ("our policy", lambda now: ChangeDrivenSchedule(start=now), True),
         # The published design: every pane's screen re-read and judged every 700 ms.
-        ("700 ms sweep", sweep, False),
+        "sweep": ("700 ms sweep", sweep, False),
         # The same sweep given our skip of unchanged screens, to show what each part buys.
-        ("700 ms sweep + skip unchanged", sweep, True),
-    ]
+        "sweep-skip": ("700 ms sweep + skip unchanged", sweep, True),
+    }
+    chosen = [known[key] for key in POLICIES if key in policies]
+    if not chosen:
+        raise ValueError(f"no policy among {policies}; known: {', '.join(POLICIES)}")
 
     async def phases() -> list[Phase]:
-        runs: dict[str, list[Phase]] = {name: [] for name, _, _ in policies}
+        runs: dict[str, list[Phase]] = {name: [] for name, _, _ in chosen}
         for i in range(max(1, rounds)):
-            for name, schedule, skip in policies if i % 2 == 0 else list(reversed(policies)):
+            for name, schedule, skip in chosen if i % 2 == 0 else list(reversed(chosen)):
                 runs[name].append(await _run_phase(name, panes, seconds, seed, schedule, skip_unchanged=skip))
         return [_merge(r) for r in runs.values()]
 
@@ -186,22 +243,47 @@ def run_scale(panes: int, seconds: float = 30.0, seed: int = 7, rounds: int = 2)
     return asyncio.run(phases())
 
 
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100) by nearest rank: a value that was measured, never interpolated."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
 def _fmt(values: list[float]) -> str:
     if not values:
         return "- / -"
     return f"{statistics.median(values):.3f} / {max(values):.3f}"
 
 
+def _spread(values: list[float]) -> str:
+    if not values:
+        return "- / - / - / -"
+    return " / ".join(f"{percentile(values, q):.3f}" for q in (50, 90, 99, 100))
+
+
 def report(phases: list[Phase]) -> str:
     out = ["| panes | policy | runtime CPU (% of one core) | per pane | loadgen CPU % | RSS per pane (MB) "
-           "| checks/s | prompts | missed | latency median / max (s) | residual median / max (s) "
-           "| false blocked |", "|" + "---|" * 12]
+           "| checks/s | classifications/s | prompts | missed | latency p50 / p90 / p99 / max (s) "
+           "| residual median / max (s) | false blocked | load average | waited for a CPU (% of the window) |",
+           "|" + "---|" * 15]
     for p in phases:
+        window = max(p.window, 1e-9)
         out.append(f"| {p.panes} | {p.name} | {p.cpu_percent_of_core:.1f} | {p.cpu_percent_of_core / p.panes:.3f} | "
-                   f"{p.loadgen_cpu_percent:.1f} | {p.rss_per_pane_mb:.3f} | {p.checks / max(p.window, 1e-9):.0f} | "
-                   f"{p.prompts} | {p.missed} | {_fmt(p.latencies)} | {_fmt(p.residuals)} | {p.false_blocked} |")
+                   f"{p.loadgen_cpu_percent:.1f} | {p.rss_per_pane_mb:.3f} | {p.checks / window:.0f} | "
+                   f"{p.classifications / window:.0f} | {p.prompts} | {p.missed} | {_spread(p.latencies)} | "
+                   f"{_fmt(p.residuals)} | {p.false_blocked} | {p.load_average:.1f} | {p.runqueue_wait_percent:.0f} |")
+    out += ["", "Where a latency is spent (p50 / p90 / p99 / max, s): before the runtime read the prompt's last "
+            "bytes (the fake's write, `cat`, the pty: the box), after it (the schedule and the loop), and how late "
+            f"a {LAG_PROBE * 1000:.0f} ms timer of the runtime's loop fired over the window.", "",
+            "| panes | policy | before the read | after the read | loop lateness |", "|---|---|---|---|---|"]
+    for p in phases:
+        out.append(f"| {p.panes} | {p.name} | {_spread(p.before_output)} | {_spread(p.after_output)} "
+                   f"| {_spread(p.loop_lags)} |")
     return "\n".join(out)
 
 
-def run(panes: int = 10, seconds: float = 30.0, seed: int = 7, rounds: int = 2) -> str:
-    return report(run_scale(panes, seconds, seed, rounds))
+def run(panes: int = 10, seconds: float = 30.0, seed: int = 7, rounds: int = 2,
+        policies: str = ",".join(POLICIES)) -> str:
+    chosen = tuple(name.strip() for name in policies.split(",") if name.strip())
+    return report(run_scale(panes, seconds, seed, rounds, chosen))
