@@ -81,8 +81,10 @@ def leader_fingerprint(pgid: int) -> tuple[bytes, ...] | None:
     fields = rest.split()
     if len(fields) < 20:
         return None
-    # After "pid (comm)": state(0) ppid(1) pgrp(2) ... starttime(19).
-    return name, fields[0], fields[2], fields[19], cmdline
+    # After "pid (comm)": state(0) ppid(1) pgrp(2) ... starttime(19). Only "zombie or not" of the state:
+    # a live process flips between running and sleeping all the time, which changes nothing described.
+    gone = b"1" if fields[0] in (b"Z", b"X") else b"0"
+    return name, gone, fields[2], fields[19], cmdline
 
 
 def _read_proc(path: str) -> bytes:
