@@ -51,8 +51,10 @@ def test_the_note_names_the_running_and_the_tested_versions() -> None:
     assert unverified_note(CLAUDE, None) is None  # unknown: nothing we know to warn about
     assert unverified_note(CLAUDE, "2.2.0") == "not verified for 2.2.0 · tested 2.1.332"
     aider = load_all().manifests["aider"]
-    assert not aider.verified
-    assert unverified_note(aider, "0.86.1") == "not verified for 0.86.1 · tested no version"
+    assert unverified_note(aider, "0.86.1") == "not verified for 0.86.1 · tested 0.86.2"
+    cursor = load_all().manifests["cursor"]  # written from peers' patterns, never checked
+    assert not cursor.verified
+    assert unverified_note(cursor, "1.0.0") == "not verified for 1.0.0 · tested no version"
 
 
 def test_manifest_versions_are_validated() -> None:

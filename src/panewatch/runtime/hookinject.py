@@ -271,8 +271,10 @@ def _insecure_for_gemini(directory: Path) -> str | None:
 
 def gemini_settings_dir() -> Path:
     """A directory for per-launch Gemini settings files that Gemini CLI will read: the private runtime
-    dir if its parents pass Gemini's check (not /tmp: writable by all), else one under the home."""
-    candidates = [paths.runtime_dir(), Path.home() / ".cache" / "panewatch" / "gemini-hooks"]
+    dir if its parents pass Gemini's check (not /tmp: writable by all), else one under the home, else
+    (a HOME under /tmp, as an agent's private home may be) one under /run, root's own tmpfs."""
+    candidates = [paths.runtime_dir(), Path.home() / ".cache" / "panewatch" / "gemini-hooks",
+                  Path("/run/panewatch/gemini-hooks")]
     reasons = []
     for directory in candidates:
         with contextlib.suppress(OSError):
