@@ -159,7 +159,7 @@ def verify(agent: str, manifests: list[Manifest], *, cols: int = 120, rows: int 
             # once. One more capture tells them apart, and the table shows both when they differ.
             if progress is not None:
                 progress(f"{agent}: {scenario.name} failed; capturing it once more …")
-            again = _one(agent, scenario, manifests, manifest, root / "again", cols, rows, bin_dir, delay)
+            again = _one(agent, scenario, manifests, manifest, root, cols, rows, bin_dir, delay, again=True)
             result = replace(again, first=result)
         results.append(result)
     if save_to is None and all(r.ok for r in results):  # a failure's capture is kept for a look
@@ -168,9 +168,9 @@ def verify(agent: str, manifests: list[Manifest], *, cols: int = 120, rows: int 
 
 
 def _one(agent: str, scenario: Scenario, manifests: list[Manifest], manifest: Manifest, root: Path,
-         cols: int, rows: int, bin_dir: Path | None, delay: float) -> ScenarioResult:
+         cols: int, rows: int, bin_dir: Path | None, delay: float, again: bool = False) -> ScenarioResult:
     started = time.monotonic()
-    name = _case_name(scenario, cols, rows)
+    name = _case_name(scenario, cols, rows) + ("_again" if again else "")
     try:
         captured = capture(agent, scenario.capture, cols=cols, rows=rows, out=root, case=name,
                            answer=scenario.answer, delay=delay, bin_dir=bin_dir, hold=scenario.hold)
