@@ -17,7 +17,6 @@ are scored with LIVE_GRACE; no latency is asserted (`panewatch bench agents` mea
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import os
 import sys
@@ -26,9 +25,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from livecheck import check_against_truth
 
 from panewatch.errors import PaneBlockedError
-from panewatch.golden.scoring import score
 from panewatch.runtime.guard import InputGuard
 from panewatch.runtime.hookinject import codex_trust_hash
 from panewatch.testing.agents import LiveAgent
@@ -41,40 +40,10 @@ pytestmark = pytest.mark.needs("agents")  # tests/components.py: fails without t
 AGENTS = ("claude", "codex", "gemini", "qwen")
 HOOK_AGENTS = ("claude", "codex", "gemini")  # the agents panewatch injects hooks into (runtime/hookinject.py)
 STARTUP, STEP = 60.0, 45.0
-LIVE_GRACE = 1.0  # seconds a live change may trail or lead the screen's truth at a transition
 
 
 def _run(make: Callable[[], Awaitable[None]]) -> None:
     asyncio.run(asyncio.wait_for(make(), 110))
-
-
-def _state_at(timeline: list[tuple[float, str]], t: float) -> str:
-    state = timeline[0][1] if timeline else "idle"
-    for at, s in timeline:
-        if at > t:
-            break
-        state = s
-    return state
-
-
-def _check_against_truth(agent: LiveAgent, early: frozenset[str] = frozenset()) -> None:
-    """Every truth segment is detected, and where the live state differs from the truth it is within
-    LIVE_GRACE of a truth transition (detection trails the screen, hooks lead it). A state in `early`
-    may lead the truth by any time: the agent reported it before it drew it (Gemini CLI's permission
-    Notification comes up to 2 s before its dialog on a loaded machine)."""
-    truth, detected = agent.truth(), agent.detected()
-    shown = f"\ntruth    {[(round(t, 2), s) for t, s in truth]}\ndetected {[(round(t, 2), s) for t, s in detected]}"
-    for seg in score(truth, detected, truth[-1][0], grace=LIVE_GRACE).scored:
-        assert seg.latency is not None, f"{seg.state} at {seg.start:.2f}s never detected" + shown
-    bounds = [t for t, _ in truth[1:]]
-    cuts = sorted({t for t, _ in truth + detected if t <= truth[-1][0]})
-    for lo, hi in itertools.pairwise(cuts):
-        want, got = _state_at(truth, lo), _state_at(detected, lo)
-        if want == "ignore" or want == got:
-            continue
-        near = any(b - LIVE_GRACE <= lo and hi <= b + LIVE_GRACE for b in bounds)
-        led = got in early and _state_at(truth, next((b for b in bounds if b >= hi), lo)) == got
-        assert near or led, f"{got} instead of {want} from {lo:.2f}s to {hi:.2f}s" + shown
 
 
 async def _bash_turn(agent: LiveAgent) -> None:
@@ -127,7 +96,7 @@ def test_live_pane_bash_answered_through_the_guard(name: str, tmp_path: Path) ->
     blocked = [c for c in agent.changes if c.new.state == "blocked"]
     # Without hooks: the screen, or the agent's own OSC 7501 status a moment before it (Claude, Codex).
     assert len(blocked) == 1 and blocked[0].new.source in ("screen", "terminal"), blocked
-    _check_against_truth(agent)
+    check_against_truth(agent)
 
 
 @pytest.mark.parametrize("name", AGENTS)
@@ -142,7 +111,7 @@ def test_live_pane_prose_trap_stays_idle(name: str, tmp_path: Path) -> None:
     _run(go)
     assert "blocked" not in {c.new.state for c in agent.changes}
     assert "working" in {c.new.state for c in agent.changes}
-    _check_against_truth(agent)
+    check_against_truth(agent)
 
 
 @pytest.mark.parametrize("name", ("claude", "codex"))
@@ -164,7 +133,7 @@ def test_live_pane_program_status_osc_7501(name: str, tmp_path: Path) -> None:
     assert "terminal" in sources, [(c.new.state, c.new.source) for c in agent.changes]
     if name == "claude":  # answering the probe turned Claude's title spinner off (agents/SIGNALS.md)
         assert all(not c.new.rule or not c.new.rule.startswith("title") for c in agent.changes)
-    _check_against_truth(agent)
+    check_against_truth(agent)
 
 
 # The first events each agent's hooks report in the bash scenario (the dialog's report third), and its last.
@@ -226,7 +195,7 @@ def test_live_pane_hooks_move_the_state_and_the_users_hooks_still_run(name: str,
     assert states[-1] == "idle"
     assert states.count("blocked") == 1, [(c.new.state, c.new.source, c.new.rule) for c in agent.changes]
     assert marker.exists()  # ours were added next to the user's settings, not instead of them
-    _check_against_truth(agent, early=frozenset({"blocked"}))
+    check_against_truth(agent, early=frozenset({"blocked"}))
 
 
 # -- `panewatch run` in an outer pty -------------------------------------------------------------

@@ -12,14 +12,13 @@ asserted (`panewatch bench agents` measures them).
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from livecheck import check_against_truth
 
 from panewatch.errors import PaneBlockedError
-from panewatch.golden.scoring import score
 from panewatch.runtime.guard import InputGuard
 from panewatch.testing.agents import LiveAgent
 from panewatch.testing.homes import find_agents_bin
@@ -30,7 +29,6 @@ pytestmark = pytest.mark.skipif(BIN is None, reason="pinned agent CLIs not insta
 SLOW = {"opencode": 4.0, "copilot": 2.0, "aider": 2.0}  # OpenCode: 30-50 s to start, 10-25 s per step at load 15
 AGENTS = [pytest.param(a, marks=pytest.mark.timeout(int(150 * f))) for a, f in SLOW.items()]
 STARTUP, STEP = 60.0, 45.0
-LIVE_GRACE = 1.0  # seconds a live change may trail or lead the screen's truth at a transition
 
 
 def _need(agent: str) -> None:
@@ -41,32 +39,6 @@ def _need(agent: str) -> None:
 
 def _run(agent: str, make: Callable[[], Awaitable[None]]) -> None:
     asyncio.run(asyncio.wait_for(make(), 130 * SLOW[agent]))
-
-
-def _state_at(timeline: list[tuple[float, str]], t: float) -> str:
-    state = timeline[0][1] if timeline else "idle"
-    for at, s in timeline:
-        if at > t:
-            break
-        state = s
-    return state
-
-
-def _check_against_truth(agent: LiveAgent) -> None:
-    """Every truth segment is detected, and where the live state differs from the truth it is within
-    LIVE_GRACE of a truth transition."""
-    truth, detected = agent.truth(), agent.detected()
-    shown = f"\ntruth    {[(round(t, 2), s) for t, s in truth]}\ndetected {[(round(t, 2), s) for t, s in detected]}"
-    for seg in score(truth, detected, truth[-1][0], grace=LIVE_GRACE).scored:
-        assert seg.latency is not None, f"{seg.state} at {seg.start:.2f}s never detected" + shown
-    bounds = [t for t, _ in truth[1:]]
-    cuts = sorted({t for t, _ in truth + detected if t <= truth[-1][0]})
-    for lo, hi in itertools.pairwise(cuts):
-        want, got = _state_at(truth, lo), _state_at(detected, lo)
-        if want == "ignore" or want == got:
-            continue
-        near = any(b - LIVE_GRACE <= lo and hi <= b + LIVE_GRACE for b in bounds)
-        assert near, f"{got} instead of {want} from {lo:.2f}s to {hi:.2f}s" + shown
 
 
 async def _answer(agent: LiveAgent, guard: InputGuard) -> None:
@@ -113,7 +85,7 @@ def test_live_pane_bash_blocked_answered_and_idle(name: str, tmp_path: Path) -> 
     blocked = [c for c in agent.changes if c.new.state == "blocked"]
     assert len(blocked) == 1 and blocked[0].new.source == "screen", blocked
     assert {c.agent for c in agent.changes if c.agent} == {name}
-    _check_against_truth(agent)
+    check_against_truth(agent)
 
 
 @pytest.mark.parametrize("name", AGENTS)
@@ -130,4 +102,4 @@ def test_live_pane_prose_trap_stays_idle(name: str, tmp_path: Path) -> None:
     _run(name, go)
     assert "blocked" not in {c.new.state for c in agent.changes}
     assert "working" in {c.new.state for c in agent.changes}
-    _check_against_truth(agent)
+    check_against_truth(agent)
