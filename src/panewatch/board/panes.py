@@ -112,7 +112,26 @@ class Hub:
             await self.remove(pane_id)
 
 
-class LocalPane:
+class EndpointInput:
+    """A card's input, answers and reports, handed to its PaneEndpoint (the guarded writer's door):
+    what every pane handle on this side of the socket has in common."""
+
+    endpoint: PaneEndpoint
+
+    async def send(self, text: str, enter: bool) -> None:
+        await self.endpoint.send(text, enter)
+
+    async def answer(self, option: str, fingerprint: str) -> dict[str, Any]:
+        return await self.endpoint.answer(option, fingerprint)
+
+    async def keys(self, data: bytes, attached: bool) -> None:
+        await self.endpoint.keys(data, attached=attached)
+
+    async def report_wrong(self, expected: str | None) -> dict[str, Any]:
+        return await self.endpoint.report_wrong(expected)
+
+
+class LocalPane(EndpointInput):
     """A headless pane the daemon owns: a LivePane on its loop and the endpoint around it."""
 
     def __init__(self, hub: Hub, pane: LivePane, *, name: str, cwd: str) -> None:
@@ -126,20 +145,10 @@ class LocalPane:
         self.card = card
         self.hub.changed(self.id)
 
-    async def send(self, text: str, enter: bool) -> None:
-        await self.endpoint.send(text, enter)
-
-    async def answer(self, option: str, fingerprint: str) -> dict[str, Any]:
-        return await self.endpoint.answer(option, fingerprint)
-
-    async def keys(self, data: bytes, attached: bool) -> None:
-        await self.endpoint.keys(data, attached=attached)
 
     async def resize(self, cols: int, rows: int) -> None:
         self.endpoint.resize(cols, rows)
 
-    async def report_wrong(self, expected: str | None) -> dict[str, Any]:
-        return await self.endpoint.report_wrong(expected)
 
     def watch(self, viewer: Viewer) -> Callable[[], None]:
         repaint, unwatch = self.endpoint.watch(lambda data: viewer(data, False))

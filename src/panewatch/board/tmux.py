@@ -19,11 +19,10 @@ import logging
 import os
 import shutil
 from collections.abc import Callable
-from typing import Any
 
 from panewatch.board.endpoint import PaneEndpoint
 from panewatch.board.model import Card, bad_request
-from panewatch.board.panes import Hub, Viewer
+from panewatch.board.panes import EndpointInput, Hub, Viewer
 from panewatch.board.rpc import RemoteError
 from panewatch.core.tmux_protocol import command
 from panewatch.errors import TmuxError
@@ -57,7 +56,7 @@ def agents_in_tmux() -> bool:
     return False
 
 
-class TmuxHandle:
+class TmuxHandle(EndpointInput):
     def __init__(self, hub: Hub, pane_id: str, pane: TmuxPane, server: TmuxServer) -> None:
         self.id = pane_id
         self.hub = hub
@@ -94,18 +93,6 @@ class TmuxHandle:
 
     def refresh(self) -> None:
         self._on_card(self.endpoint.card())
-
-    async def send(self, text: str, enter: bool) -> None:
-        await self.endpoint.send(text, enter)
-
-    async def answer(self, option: str, fingerprint: str) -> dict[str, Any]:
-        return await self.endpoint.answer(option, fingerprint)
-
-    async def keys(self, data: bytes, attached: bool) -> None:
-        await self.endpoint.keys(data, attached=attached)
-
-    async def report_wrong(self, expected: str | None) -> dict[str, Any]:
-        return await self.endpoint.report_wrong(expected)
 
     async def resize(self, cols: int, rows: int) -> None:
         raise RemoteError("not_resizable", "a tmux pane takes its size from tmux (panewatch never changes a layout)")
