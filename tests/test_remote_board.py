@@ -57,3 +57,31 @@ def test_remote_hosts_are_cards_with_honest_staleness(sshd: Sshd, tmp_path: Path
     text = log.read_text()
     assert "refusing: it refused every key" in text  # ... and the log says why, naming it
     assert "devbox: back after" in text
+
+
+def test_attach_on_a_remote_pane_attaches_the_hosts_tmux_over_ssh(sshd: Sshd, tmp_path: Path) -> None:
+    import sys
+
+    from panewatch.testing.drive import PtyAgent
+
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    shutil.copy(sshd.ssh_config, home / ".ssh" / "config")
+    config = Path(os.environ["PANEWATCH_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text('[tmux]\nwatch = "off"\n\n[[remote]]\nhost = "devbox"\n')
+    sshd.tmux("new-session", "-d", "-s", "work", "-x", "120", "-y", "32", "sleep 600")
+    sshd.tmux("new-window", "-d", "-t", "work", "-n", "agent", "cat")
+    server = start_serve(env={"HOME": str(home)})
+
+    def terminals() -> list[str]:  # clients on the host's tmux that are terminals, not control mode
+        out = sshd.tmux("list-clients", "-F", "#{client_control_mode} #{client_session} #{window_index}")
+        return [line[2:] for line in out.splitlines() if line.startswith("0 ")]
+
+    try:
+        wait_for(lambda: card("devbox:%1"), "the remote pane's card", 30)
+        attach = [sys.executable, "-m", "panewatch", "attach", "devbox:%1"]
+        with PtyAgent(attach, env={**os.environ, "HOME": str(home)}):
+            wait_for(lambda: terminals() == ["work 1"], "a terminal attached at the remote pane's window", 30)
+    finally:
+        server.stop()

@@ -22,6 +22,9 @@ websocket (wsession.py), each parameter validated once, here.
                                                            the last 7 days), with the waits still open
     close     {pane}                                       — kill a headless pane, remove its card
     goto      {pane}                                       — a tmux pane: select it in the user's tmux  ✓
+    attach_command {pane, inside?}                         {argv, nested, target}: what `panewatch attach`
+                                                           execs for a tmux pane (inside: the caller's
+                                                           $TMUX socket); not_tmux for other panes
     shutdown  —                                            —
     ping      —                                            —
 
@@ -211,6 +214,18 @@ async def _goto(board: Board, msg: Message) -> Result:
     return None
 
 
+async def _attach_command(board: Board, msg: Message) -> Result:
+    handle = pane(board, msg)
+    attach_command = getattr(handle, "attach_command", None)
+    if attach_command is None:
+        raise RemoteError("not_tmux", f"pane {handle.id} is not a tmux pane")
+    inside = msg.get("inside")
+    if inside is not None and not isinstance(inside, str):
+        raise bad_request("inside must be a socket path")
+    result: Message = attach_command(inside or None)
+    return result
+
+
 async def _shutdown(board: Board, msg: Message) -> Result:
     asyncio.get_running_loop().call_soon(board.stop)  # after this reply is on its way
     return None
@@ -240,6 +255,7 @@ OPS: dict[str, Op] = {
     "stats": Op(_stats, web=True),
     "close": Op(_close),
     "goto": Op(_goto, web=True),
+    "attach_command": Op(_attach_command),
     "shutdown": Op(_shutdown),
     "ping": Op(_ping),
 }

@@ -8,7 +8,9 @@
                  daemon finds it again (its history of states is lost, its process is not).
     TmuxHandle   one tmux pane behind the board's PaneHandle interface: its card (origin "tmux",
                  `target`, `tmux_pane`, `tmux_server`), input through its PaneEndpoint (the one guard,
-                 typed by send-keys), `goto` selects it in the user's tmux. Its size is tmux's.
+                 typed by send-keys), `goto` selects it in the user's tmux, `attach_command` is what
+                 `panewatch attach` runs (tmux attach / switch-client; ssh for a remote host). Its size
+                 is tmux's.
 """
 
 from __future__ import annotations
@@ -111,6 +113,14 @@ class TmuxHandle(EndpointInput):
             await self.server.run("select-pane", "-t", self.pane.pane_id)
         except TmuxError as exc:
             raise RemoteError("tmux", str(exc)) from None
+
+    def attach_command(self, inside: str | None) -> dict[str, object]:
+        """`panewatch attach` on a tmux pane: the tmux command the CLI execs to show the pane's window in the
+        user's terminal (`nested`: tmux inside another tmux, run with `$TMUX` unset)."""
+        if self.pane.exited:
+            raise RemoteError("exited", f"tmux pane {self.pane.pane_id} is gone")
+        argv, nested = self.server.attach_argv(self.pane.pane_id, inside)
+        return {"argv": argv, "nested": nested, "target": self.card.get("target", "")}
 
     async def close(self) -> None:
         self.endpoint.close()  # the pane is the user's: it stays

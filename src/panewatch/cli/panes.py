@@ -50,10 +50,13 @@ def register(subparsers: Any) -> None:
                                                             "(as `panewatch ls` shows it)")
     answer.set_defaults(func=cmd_answer)
 
-    attach = subparsers.add_parser("attach", help="this terminal becomes the pane until the detach key")
+    attach = subparsers.add_parser("attach", help="this terminal becomes the pane until the detach key "
+                                                  "(a tmux pane: tmux attaches to its window)")
     attach.add_argument("pane", metavar="ID")
     attach.add_argument("--detach-key", default="^\\", metavar="KEY",
                         help="the key that detaches: ^\\ (Ctrl-\\, the default) or ^] (Ctrl-])")
+    attach.add_argument("--stream", action="store_true",
+                        help="a tmux pane: stream it through panewatch (detach key) instead of attaching tmux")
     attach.set_defaults(func=cmd_attach)
 
     kill = subparsers.add_parser("kill", help="end a headless pane, or remove an exited pane from the board")
@@ -224,9 +227,34 @@ def cmd_attach(ns: argparse.Namespace) -> int:
         print(f"panewatch attach: --detach-key must be one of {', '.join(DETACH_KEYS)}", file=sys.stderr)
         return 2
     try:
+        if not ns.stream:
+            _attach_tmux(ns.pane)  # returns only when it is not a tmux pane
         return attach(ns.pane, key, ns.detach_key)
     except RemoteError as exc:
         return _fail("attach", exc)
+
+
+def _attach_tmux(pane: str) -> None:
+    """A tmux pane (local or remote): this process becomes the tmux client showing its window, in the user's
+    own tmux (switch-client) when they are inside the same server. Other panes: return."""
+    inside = os.environ.get("TMUX", "").split(",")[0] or None
+    try:
+        how = asyncio.run(client.call("attach_command", pane=pane, inside=inside))
+    except RemoteError as exc:
+        if exc.kind == "not_tmux":
+            return
+        raise
+    env = dict(os.environ)
+    if how["nested"]:
+        env.pop("TMUX", None)
+        print(f"panewatch attach: {how['target']} is on another tmux server than the one you are in: "
+              "attaching it nested (its prefix key is the inner one)", file=sys.stderr)
+    sys.stdout.flush()
+    argv = how["argv"]
+    try:
+        os.execvpe(argv[0], argv, env)
+    except OSError as exc:
+        raise RemoteError("exec", f"could not run {argv[0]}: {exc.strerror}") from None
 
 
 def cmd_kill(ns: argparse.Namespace) -> int:
