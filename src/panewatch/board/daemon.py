@@ -20,7 +20,7 @@ Unix-socket operations (JSON lines, see rpc.py), params → result:
     attach   {pane}                             → {card}; then notifications "screen" {data, repaint}
                                                   and "card" {card}; the client sends "keys" {data}
                                                   and "detach"
-    resize   {pane, cols, rows}                  headless panes only
+    resize   {pane, cols, rows}                  headless panes, and `run` panes up to their terminal's size
     report_wrong {pane, expected?}               → {path, …}: the pane's history as a golden case
     stats    {since?}                           → the waits since `since` (unix time; default 7 days)
     close    {pane}                             kill a headless pane / remove an exited card

@@ -12,7 +12,8 @@ websocket (wsession.py), each parameter validated once, here.
     prompt    {pane}                                       {card} (its prompt, if blocked)
     send      {pane, text, enter?}                         — refused while blocked (pane_blocked + prompt)  ✓
     answer    {pane, option, fingerprint}                  {option, cleared, state, prompt_after}  ✓
-    resize    {pane, cols, rows}                           — headless panes only                   ✓
+    resize    {pane, cols, rows}                           — headless panes; a `run` pane up to   ✓
+                                                           its terminal's size (board/link.py)
     dismiss   {pane}                                       — remove an exited pane's card          ✓
     report_wrong {pane, expected?}                         {path, agent, state, expected, bytes,   ✓
                                                            changes, manifest}: the pane's history saved
