@@ -50,8 +50,15 @@ def test_remote_hosts_are_cards_with_honest_staleness(sshd: Sshd, tmp_path: Path
         wait_for(lambda: (c := card("devbox:%0")) and c["state"] == "unreachable", "unreachable", 20)
         refused = cli("send", "devbox:%0", "hello")
         assert refused.returncode == 1 and "nothing was typed" in refused.stderr, refused.stderr
+        listing = cli("ls", check=True).stdout
+        assert "host devbox: link down for" in listing and "host refusing: link down for" in listing, listing
+        assert "refused every key" in listing
         sshd.start()
         wait_for(lambda: (c := card("devbox:%0")) and c["state"] == "blocked", "resynchronised after the reconnect", 30)
+        hosts = wait_for(lambda: (h := json.loads(cli("ls", "--json").stdout)["hosts"]) and h["devbox"]["link"] == "up"
+                         and h, "the host's link up again in ls --json", 20)
+        assert hosts["devbox"]["away"] > 0 and hosts["refusing"]["link"] == "down"
+        assert "host devbox" not in cli("ls", check=True).stdout  # an up host's panes speak for it
     finally:
         server.stop()
     text = log.read_text()

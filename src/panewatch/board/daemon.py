@@ -321,6 +321,10 @@ class Daemon:
 
         return await ops.call(self, op, msg, web=False, local={"register": register, "attach": attach})
 
+    def hosts(self) -> dict[str, dict[str, Any]]:
+        """Each `[[remote]]` host's link (board/remote.py `hosts`), for `ls`."""
+        return {label: dict(link) for label, link in self.remote.hosts.items()}
+
     def info(self) -> dict[str, Any]:
         return {"url": self.base_url, "pid": self.pid, "port": self.port, "panes": len(self.hub.panes),
                 "version": panewatch.__version__}

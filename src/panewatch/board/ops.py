@@ -7,7 +7,8 @@ websocket (wsession.py), each parameter validated once, here.
                                                            (with pane: the board opens at that pane)
                                                            (security.py); launcher: also a private page
                                                            forwarding to it, for a browser
-    list      —                                            {cards}
+    list      —                                            {cards, hosts}: hosts = each [[remote]] host's
+                                                           link {link, error, away, since}
     new       {argv, name?, cwd?, env?, cols?, rows?, agent?}  {card}
     prompt    {pane}                                       {card} (its prompt, if blocked)
     send      {pane, text, enter?}                         — refused while blocked (pane_blocked + prompt)  ✓
@@ -86,6 +87,7 @@ class Board(Protocol):
     gate: ConnectionGate  # the web side's connection caps (limits.py)
 
     def info(self) -> Message: ...
+    def hosts(self) -> Message: ...
     def login(self, *, launcher: bool = False, pane: str | None = None) -> Message: ...
     async def new_pane(self, spec: NewPane) -> Card: ...
     async def dismiss(self, pane_id: str, *, kill: bool = False) -> None: ...
@@ -150,7 +152,7 @@ async def _login(board: Board, msg: Message) -> Result:
 
 
 async def _list(board: Board, msg: Message) -> Result:
-    return {"cards": board.hub.cards()}
+    return {"cards": board.hub.cards(), "hosts": board.hosts()}
 
 
 async def _new(board: Board, msg: Message) -> Result:

@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,20 @@ def prompt_lines(prompt: dict[str, Any] | None, indent: str = "    ") -> list[st
     return lines
 
 
+def host_lines(hosts: dict[str, dict[str, Any]], now: float | None = None) -> list[str]:
+    """One line per [[remote]] host whose link is not simply up (an up host's panes speak for it), so a dead
+    link is said once at the top rather than guessed from its panes' `unreachable`."""
+    now = time.time() if now is None else now
+    lines = []
+    for label, link in sorted(hosts.items()):
+        since = format_duration(max(0.0, now - float(link.get("since") or now)))
+        if link.get("link") == "down":
+            lines.append(f"host {label}: link down for {since}, retrying — {link.get('error') or 'no answer'}")
+        elif link.get("link") == "connecting":
+            lines.append(f"host {label}: connecting for {since}")
+    return lines
+
+
 def _short_path(path: str) -> str:
     home = str(Path.home())
     return "~" + path[len(home):] if path == home or path.startswith(home + os.sep) else path
@@ -87,7 +102,7 @@ def _short_path(path: str) -> str:
 
 def cmd_ls(ns: argparse.Namespace) -> int:
     try:
-        cards: list[Card] = asyncio.run(client.call("list"))["cards"]
+        listed: dict[str, Any] = asyncio.run(client.call("list"))
     except DaemonNotRunning as exc:
         from panewatch.board.tmux import agents_in_tmux
 
@@ -95,14 +110,18 @@ def cmd_ls(ns: argparse.Namespace) -> int:
             return _fail("ls", exc)
         # agents `new` started in tmux outlive the daemon: listing them starts one to watch them again
         try:
-            cards = asyncio.run(client.call("list", autostart=True))["cards"]
+            listed = asyncio.run(client.call("list", autostart=True))
         except RemoteError as again:
             return _fail("ls", again)
     except RemoteError as exc:
         return _fail("ls", exc)
+    cards: list[Card] = listed["cards"]
+    hosts: dict[str, dict[str, Any]] = listed.get("hosts") or {}
     if ns.json:
-        print(json.dumps({"panes": cards}, ensure_ascii=False))
+        print(json.dumps({"panes": cards, "hosts": hosts}, ensure_ascii=False))
         return 0
+    for line in host_lines(hosts):
+        print(line)
     if not cards:
         print("no panes (start one with `panewatch run -- CMD` or `panewatch new -- CMD`)")
         return 0
