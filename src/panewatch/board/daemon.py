@@ -113,8 +113,11 @@ class Daemon:
         self._settings = settings
         self.notifier: Notifier | None = None  # desktop/command notifications for headless panes
         self.watcher = ManifestWatcher()
-        self.tmux = TmuxBoard(self.hub, self.watcher, watch=settings.tmux.watch == "auto")  # the user's tmux panes
-        self.remote = RemoteBoard(self.hub, self.watcher, settings.remotes, on_change=self._notify_change)  # [[remote]]
+        hooks = settings.tmux.attach_hooks
+        self.tmux = TmuxBoard(self.hub, self.watcher, watch=settings.tmux.watch == "auto",  # the user's tmux panes
+                              attach_hooks=hooks)
+        self.remote = RemoteBoard(self.hub, self.watcher, settings.remotes, on_change=self._notify_change,
+                                  attach_hooks=hooks)  # [[remote]]
         self.watchdog = Watchdog()  # ends the headless panes' sessions if we die, even by kill -9
         self.access: Access | None = None
         self._lock_fd: int | None = None

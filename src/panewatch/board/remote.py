@@ -50,8 +50,9 @@ class RemoteBoard:
     """Every `[[remote]]` host's panes on the hub."""
 
     def __init__(self, hub: Hub, manifests: Manifests, remotes: tuple[RemoteSettings, ...], *,
-                 on_change: ChangeListener | None = None) -> None:
+                 on_change: ChangeListener | None = None, attach_hooks: str = "skip") -> None:
         self.hub = hub
+        self.attach_hooks = attach_hooks
         self.manifests = manifests
         self.remotes = remotes
         self.on_change = on_change
@@ -66,7 +67,7 @@ class RemoteBoard:
         for remote in self.remotes:
             server = RemoteServer.from_settings(remote)
             watcher = RemoteWatcher(server, self.manifests, on_added=self._added, on_removed=self._removed,
-                                    on_link=self._on_link)
+                                    on_link=self._on_link, attach_hooks=self.attach_hooks)
             self.watchers[server.label] = watcher
             self.hosts[server.label] = {"link": "connecting", "error": None, "away": None, "since": time.time()}
             self._tasks.append(loop.create_task(self._run(watcher)))

@@ -130,8 +130,9 @@ class TmuxBoard:
     """Every tmux pane of the user on the hub."""
 
     def __init__(self, hub: Hub, manifests: Manifests, *, watch: bool = True,
-                 servers: Callable[[], list[TmuxServer]] = user_servers) -> None:
+                 servers: Callable[[], list[TmuxServer]] = user_servers, attach_hooks: str = "skip") -> None:
         self.hub = hub
+        self.attach_hooks = attach_hooks  # [tmux] attach_hooks: runtime/tmux_watch.py
         self.manifests = manifests
         self.watch = watch
         self.servers = servers
@@ -165,7 +166,7 @@ class TmuxBoard:
 
     async def _watch(self, server: TmuxServer) -> TmuxWatcher | None:
         watcher = TmuxWatcher(server, self.manifests, on_added=lambda pane: self._added(server, pane),
-                              on_removed=lambda pane: self._removed(server, pane))
+                              on_removed=lambda pane: self._removed(server, pane), attach_hooks=self.attach_hooks)
         self.watchers[server] = watcher
         try:
             await watcher.start()

@@ -22,8 +22,9 @@ from typing import Any
 from panewatch.core.machine import StateChange
 from panewatch.errors import TmuxError
 from panewatch.runtime.live import ManifestWatcher
+from panewatch.runtime.settings import load_settings
 from panewatch.runtime.tmux import TmuxServer
-from panewatch.runtime.tmux_watch import TmuxPane, TmuxWatcher
+from panewatch.runtime.tmux_watch import TmuxPane, TmuxWatcher, skipped_message
 
 
 def register(subparsers: Any) -> None:
@@ -74,7 +75,12 @@ async def watch(server: TmuxServer, as_json: bool) -> int:
 
         pane.subscribe(printer)
 
-    watcher = TmuxWatcher(server, manifests, on_added=on_added)
+    def on_skipped(session: str, hooks: list[str]) -> None:
+        print(f"panewatch: {skipped_message(server.label, session, hooks)}", file=sys.stderr)
+
+    settings = load_settings()
+    watcher = TmuxWatcher(server, manifests, on_added=on_added, attach_hooks=settings.tmux.attach_hooks,
+                          on_skipped=on_skipped)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

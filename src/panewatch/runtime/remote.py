@@ -206,8 +206,10 @@ class RemoteWatcher(TmuxWatcher):
                  on_added: Callable[[TmuxPane], None] | None = None,
                  on_removed: Callable[[TmuxPane], None] | None = None,
                  on_link: Callable[[LinkChange], None] | None = None,
-                 wall: Callable[[], float] | None = None, backoff: tuple[float, ...] = BACKOFF) -> None:
-        super().__init__(server, manifests, policy=policy, on_added=on_added, on_removed=on_removed, wall=wall)
+                 wall: Callable[[], float] | None = None, backoff: tuple[float, ...] = BACKOFF,
+                 attach_hooks: str = "skip", on_skipped: Callable[[str, list[str]], None] | None = None) -> None:
+        super().__init__(server, manifests, policy=policy, on_added=on_added, on_removed=on_removed, wall=wall,
+                         attach_hooks=attach_hooks, on_skipped=on_skipped)
         self.remote = server
         self.host = server.label
         self.on_link = on_link

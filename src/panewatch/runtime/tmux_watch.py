@@ -17,6 +17,11 @@ A pane that closes, or whose server exits, is published `exited` (never left on 
 leaves `panes`. Output that arrives for a pane before its seed is dropped: the seed already shows it
 (tmux writes a command's reply after the output it read before running it). A pane tmux paused for
 us (`%pause`) is re-seeded from its screen and continued.
+
+tmux runs the user's hooks for our clients and commands too (core/tmux_formats.py WATCH_HOOKS): before it
+attaches, the watcher reads the server's and the session's hooks, and with `attach_hooks="skip"` (the
+default; `[tmux] attach_hooks`) it does not watch what a hook there could change (the whole server for a
+global hook), says so once through `on_skipped`, and looks again every HOOKS_RECHECK seconds.
 """
 
 from __future__ import annotations
@@ -30,7 +35,14 @@ from collections import Counter
 from collections.abc import Callable
 
 from panewatch.core.policy import PolicyConfig
-from panewatch.core.tmux_formats import PANE_FORMAT, PaneInfo, parse_layout, parse_pane, seed_bytes
+from panewatch.core.tmux_formats import (
+    PANE_FORMAT,
+    PaneInfo,
+    parse_layout,
+    parse_pane,
+    seed_bytes,
+    tripping_hooks,
+)
 from panewatch.core.tmux_protocol import Event, Notification, Output, Reply, command, send_keys
 from panewatch.errors import PaneInModeError, TmuxError
 from panewatch.runtime.driver import Manifests, PaneDriver
@@ -54,6 +66,7 @@ SUBSCRIPTION = "panewatch-cmd"
 # median 777 ms at 200 panes, 0 at 50). Several clients per session, each taking only its own panes'
 # output (`refresh-client -A %ID:off` for the others), keep a frame to one or two rounds.
 PANES_PER_CLIENT = 16
+HOOKS_RECHECK = 30.0  # seconds: a user who guarded their hooks sees their panes watched within this
 ROUTES_PER_COMMAND = 64
 
 
@@ -238,8 +251,13 @@ class TmuxWatcher:
     def __init__(self, server: TmuxServer, manifests: Manifests, *, policy: PolicyConfig | None = None,
                  on_added: Callable[[TmuxPane], None] | None = None,
                  on_removed: Callable[[TmuxPane], None] | None = None,
-                 wall: Callable[[], float] | None = None) -> None:
+                 wall: Callable[[], float] | None = None, attach_hooks: str = "skip",
+                 on_skipped: Callable[[str, list[str]], None] | None = None) -> None:
         self.server = server
+        self.attach_hooks = attach_hooks  # "skip": never attach where the user's hooks would run; "run": attach
+        self.on_skipped = on_skipped  # (session id, "" for every session; the hooks): not watched. Default: a log line
+        self.skipped: dict[str, list[str]] = {}
+        self._hooks_seen: dict[str, tuple[float, list[str]]] = {}
         self.manifests = manifests
         self.policy = policy
         self.wall = wall or time.time
@@ -339,6 +357,8 @@ class TmuxWatcher:
 
     async def _resync(self) -> None:
         self.resyncs += 1
+        if not self._all_clients() and await self._tripping(""):  # even a list-panes would run a hook
+            return
         lines = await self._list_panes()
         if self._closing:
             return
@@ -355,6 +375,8 @@ class TmuxWatcher:
         per_session = Counter(i.session_id for i in listed.values())
         for session, count in sorted(per_session.items()):
             want = max(1, -(-count // PANES_PER_CLIENT))
+            if not self._live(session) and (await self._tripping("") or await self._tripping(session)):
+                continue
             while len(self._live(session)) < want:
                 if not await self._attach(session):
                     break
@@ -379,6 +401,31 @@ class TmuxWatcher:
         self._route(added)  # a new pane starts on in every client: the others turn it off
         for pane_id in [p for p in self.panes if p not in listed]:
             self._remove(self.panes[pane_id], "the tmux pane was closed")
+
+    async def _tripping(self, session: str) -> list[str]:
+        """The user's hooks that watching `session` ("": the server's global ones) would run; [] with
+        attach_hooks="run". Asked at most every HOOKS_RECHECK seconds per scope."""
+        if self.attach_hooks == "run" or self._loop is None:
+            return []
+        now = self._loop.time()
+        seen = self._hooks_seen.get(session)
+        if seen is not None and now - seen[0] < HOOKS_RECHECK:
+            return seen[1]
+        try:
+            lines = await self.server.run("show-hooks", *(("-t", session) if session else ("-g",)))
+        except (TmuxError, OSError):
+            lines = []  # no server (list-panes says so next) or no such session any more
+        hooks = tripping_hooks(lines)
+        self._hooks_seen[session] = (now, hooks)
+        if hooks and self.skipped.get(session) != hooks:
+            self.skipped[session] = hooks
+            if self.on_skipped is not None:
+                self.on_skipped(session, hooks)
+            else:
+                log.warning("%s", skipped_message(self.server.label, session, hooks))
+        elif not hooks and self.skipped.pop(session, None) is not None:
+            log.info("tmux on %s: hooks guarded; watching %s", self.server.label, session or "the server")
+        return hooks
 
     def _client_for(self, info: PaneInfo, pane: TmuxPane | None, load: Counter[int]) -> ControlClient | None:
         if pane is not None and not pane.client.closed.is_set():
@@ -511,6 +558,14 @@ class TmuxWatcher:
     def _on_closed(self, client: ControlClient) -> None:
         self._forget(client)
         self.schedule_resync()
+
+
+def skipped_message(server: str, session: str, hooks: list[str]) -> str:
+    """Why a session ("": every session) of tmux on `server` is not watched, and the user's two ways out."""
+    where = f"session {session}" if session else "any session"
+    return (f"tmux on {server}: not watching {where}: tmux would run these hooks of yours for panewatch's client "
+            f"too: {'; '.join(hooks)}. Make each tell clients apart (if -F '#{{client_control_mode}}' '' '…'; in a "
+            "client-detached hook: if -F '#{m:/dev/*,#{hook_client}}' '…'), or set [tmux] attach_hooks = \"run\"")
 
 
 def _routes(client: ControlClient, pane_ids: list[str], state: str) -> list[bytes]:
