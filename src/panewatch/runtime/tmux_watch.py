@@ -17,6 +17,10 @@ A pane that closes, or whose server exits, is published `exited` (never left on 
 leaves `panes`. Output that arrives for a pane before its seed is dropped: the seed already shows it
 (tmux writes a command's reply after the output it read before running it). A pane tmux paused for
 us (`%pause`) is re-seeded from its screen and continued.
+
+With `hooks=` ("take": the daemon; "share": a foreground `panewatch tmux`) the watcher also takes the
+reports of the hooks `panewatch hooks install` put in the user's agent settings, for its panes
+(runtime/tmux_hooks.py says who listens when both run).
 """
 
 from __future__ import annotations
@@ -29,12 +33,14 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+from panewatch.core.combine import Report
 from panewatch.core.policy import PolicyConfig
 from panewatch.core.tmux_formats import PANE_FORMAT, PaneInfo, parse_layout, parse_pane, seed_bytes
 from panewatch.core.tmux_protocol import Event, Notification, Output, Reply, command, send_keys
 from panewatch.errors import PaneInModeError, TmuxError
 from panewatch.runtime.driver import Manifests, PaneDriver
 from panewatch.runtime.tmux import ControlClient, TmuxServer, check_version
+from panewatch.runtime.tmux_hooks import HookMode, TmuxReports
 
 log = logging.getLogger("panewatch.runtime.tmux")
 
@@ -238,7 +244,7 @@ class TmuxWatcher:
     def __init__(self, server: TmuxServer, manifests: Manifests, *, policy: PolicyConfig | None = None,
                  on_added: Callable[[TmuxPane], None] | None = None,
                  on_removed: Callable[[TmuxPane], None] | None = None,
-                 wall: Callable[[], float] | None = None) -> None:
+                 wall: Callable[[], float] | None = None, hooks: HookMode | None = None) -> None:
         self.server = server
         self.manifests = manifests
         self.policy = policy
@@ -256,12 +262,21 @@ class TmuxWatcher:
         self._closing = False
         self._fg_polled = 0.0
         self._resync_lock = asyncio.Lock()
+        self.hooks = TmuxReports(server, hooks, self._report_sink, time.monotonic) if hooks is not None else None
+        self._hooks_task: asyncio.Task[None] | None = None
+
+    def _report_sink(self, pane_id: str) -> Callable[[Report], None] | None:
+        """Where an installed hook's report for tmux pane `pane_id` goes: the pane's driver, once it runs."""
+        pane = self.panes.get(pane_id)
+        return pane.report if pane is not None and pane.seeded and not pane.exited else None
 
     async def start(self) -> None:
         """Check the version (TmuxVersionError if too old), then discover and attach."""
         check_version()
         self._loop = asyncio.get_running_loop()
         await self.resync()
+        if self.hooks is not None and self.server_alive:
+            await self.hooks.check()
         self._fg_polled = self._loop.time()
         self._timer = self._loop.call_later(SERVER_POLL, self._on_timer)
 
@@ -273,6 +288,12 @@ class TmuxWatcher:
             self._resync_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._resync_task
+        if self._hooks_task is not None:
+            self._hooks_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._hooks_task
+        if self.hooks is not None:
+            await self.hooks.close()
         for client in self._all_clients():
             await client.close()
         self.clients.clear()
@@ -291,6 +312,8 @@ class TmuxWatcher:
                     log.exception("tmux pane %s: foreground poll failed", pane.pane_id)
         if not self.clients:  # nothing attached tells us about new sessions: ask
             self.schedule_resync(0.0)
+        if self.hooks is not None and self.server_alive and (self._hooks_task is None or self._hooks_task.done()):
+            self._hooks_task = self._loop.create_task(self.hooks.check())  # who listens (runtime/tmux_hooks.py)
         self._timer = self._loop.call_later(SERVER_POLL, self._on_timer)
 
     # -- the pane list -----------------------------------------------------------------------------
