@@ -116,7 +116,7 @@ def test_json_uninstall_after_a_user_edit_keeps_the_edit(home: Path) -> None:
     doc["hooks"]["Stop"].append({"hooks": [{"type": "command", "command": "notify-me"}]})
     path.write_text(json.dumps(doc))
     out = uninstall("claude")
-    assert out.action == "cleaned" and "kept your changes" in out.message
+    assert out.action == "cleaned" and "kept the changes" in out.message
     after = json.loads(path.read_bytes())
     assert after["model"] == "opus" and after["permissions"] == {"defaultMode": "default"}
     assert after["hooks"] == {"PreToolUse": json.loads(USER_CLAUDE)["hooks"]["PreToolUse"],

@@ -170,3 +170,24 @@ def test_the_daemon_takes_the_reports_over_and_a_foreground_watcher_steps_aside(
             await foreground.close()
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_the_daemon_shows_an_installed_hooks_report_on_the_panes_card(tmux: Tmux, installed: dict[str, str],
+                                                                      tmp_path: Path) -> None:
+    from boardutil import cli, start_serve, wait_for
+
+    report = f"printf %s {payload('PermissionRequest', tool_name='Bash')} | {installed['PermissionRequest']}"
+    tmux("new-session", "-d", "-s", "work", "-x", "100", "-y", "30", by_hand(tmp_path, "a", report))
+    serve = start_serve()
+    try:
+        def card() -> dict[str, object] | None:
+            out = cli("ls", "--json")
+            cards = json.loads(out.stdout)["panes"] if out.returncode == 0 else []
+            return next((c for c in cards if c.get("target") == "work:0.0"), None)
+
+        wait_for(lambda: card(), "the pane's card", 20)
+        (tmp_path / "go-a").touch()
+        blocked = wait_for(lambda: (c := card()) and c["state"] == "blocked" and c, "blocked by the hook", 20)
+        assert blocked["source"] == "hook" and "PermissionRequest" in str(blocked["detail"]), blocked
+    finally:
+        serve.stop()

@@ -382,8 +382,8 @@ def uninstall(agent: str, *, env: Mapping[str, str] | None = None) -> Outcome:
         return Outcome(agent, path, "removed", f"{agent}: removed {path} (panewatch had created it)")
     target = _real(path)
     _atomic(target, new, _mode(target))
-    return Outcome(agent, path, "cleaned", f"{agent}: removed panewatch's hooks from {path}, kept your changes "
-                                           "made since install (so not byte for byte)")
+    return Outcome(agent, path, "cleaned", f"{agent}: removed panewatch's hooks from {path} and kept the changes "
+                                           "made to it since install")
 
 
 @dataclass(frozen=True, slots=True)
