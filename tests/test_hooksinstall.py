@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from panewatch.core import hooksettings
 from panewatch.errors import AgentSettingsError
 from panewatch.runtime import hooksinstall, paneclient, paths
 from panewatch.runtime.hookinject import codex_trust_hash
@@ -130,7 +131,8 @@ def test_codex_block_is_appended_after_the_users_bytes_with_trust_for_its_group(
     assert text.startswith(USER_CODEX)  # the user's bytes as they were, comments and all
     doc = tomllib.loads(text.decode())
     pre = doc["hooks"]["PreToolUse"]
-    assert pre[0]["hooks"][0]["command"] == "my-audit.sh" and " pane hook report working" in pre[1]["hooks"][0]["command"]
+    assert pre[0]["hooks"][0]["command"] == "my-audit.sh"
+    assert " pane hook report working" in pre[1]["hooks"][0]["command"]
     # trust for OUR group: index 1 of PreToolUse (the user's is 0), index 0 elsewhere
     cmd, timeout = pre[1]["hooks"][0]["command"], pre[1]["hooks"][0]["timeout"]
     assert doc["hooks"]["state"][f"{path}:pre_tool_use:1:0"]["trusted_hash"] == codex_trust_hash("PreToolUse", cmd,
@@ -148,6 +150,25 @@ def test_codex_home_is_respected_and_an_edit_after_install_survives_uninstall(ho
     path.write_bytes(path.read_bytes() + b'\n[projects."/w"]\ntrust_level = "trusted"\n')
     assert uninstall("codex").action == "cleaned"
     assert path.read_bytes() == USER_CODEX + b'\n[projects."/w"]\ntrust_level = "trusted"\n'
+
+
+def test_codex_tables_written_inside_the_block_survive_uninstall(home: Path) -> None:
+    """Codex appends new tables at the end of its config (after a first start: `[tui]`, measured with 0.171.0),
+    which is inside our block: taking ours out keeps them, and the user's own trust entry too."""
+    path = put(settings_file("codex"), USER_CODEX)
+    install("codex", launcher=LAUNCHER)
+    theirs = (f'\n[hooks.state."{path}:pre_tool_use:0:0"]\ntrusted_hash = "sha256:theirs"\n\n[tui]\n'
+              'screen_reader_detection_done = true\n\n[tui.model_availability_nux]\n"gpt-6.1-sol" = 1\n')
+    text = path.read_text()
+    end = text.index(hooksettings.END)
+    path.write_text(text[:end] + theirs.lstrip("\n") + text[end:])  # as Codex's toml_edit puts them
+    assert uninstall("codex").action == "cleaned"
+    after = path.read_text()
+    assert after.startswith(USER_CODEX.decode()) and "pane hook" not in after and hooksettings.BEGIN not in after
+    doc = tomllib.loads(after)
+    assert doc["tui"] == {"screen_reader_detection_done": True, "model_availability_nux": {"gpt-6.1-sol": 1}}
+    assert doc["hooks"]["state"] == {f"{path}:pre_tool_use:0:0": {"trusted_hash": "sha256:theirs"}}
+    assert doc["hooks"]["PreToolUse"] == tomllib.loads(USER_CODEX.decode())["hooks"]["PreToolUse"]
 
 
 def test_claude_config_dir_is_respected(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from panewatch.core.hookevents import CLAUDE_HOOK_STATES, CLAUDE_TOOL_EVENTS, CODEX_HOOK_STATES, GEMINI_HOOK_STATES
+from panewatch.core.hooksettings import snake
 from panewatch.errors import HooksUnavailable
 from panewatch.runtime import paths
 
@@ -165,11 +166,7 @@ def _merge_hooks(theirs: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]
 _CODEX_SHORT_TIMEOUT = {"Interrupt": 3, "SessionEnd": 3}
 # The source path Codex gives hooks from `-c` overrides; part of every trust key.
 CODEX_SESSION_FLAGS = "/<session-flags>/config.toml"
-_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
-
-
-def _snake(event: str) -> str:
-    return _CAMEL.sub("_", event).lower()
+_snake = snake  # Codex's event names in trust keys (core/hooksettings.py)
 
 
 def codex_trust_hash(event: str, command: str, timeout: int) -> str:

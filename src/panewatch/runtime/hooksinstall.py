@@ -7,7 +7,8 @@ agents started by hand (in tmux: the hooks report by `$TMUX_PANE`, runtime/panec
                                                             their `[hooks.state."FILE:event:GROUP:0"]` trust,
                                                             appended: the user's bytes stay as they are
 
-Ours are recognisable by their command (`… panewatch … pane hook report|notify`), so the user's own
+The documents' edits are core/hooksettings.py. Ours are recognisable by their command
+(`… panewatch … pane hook report|notify`), so the user's own
 hooks are never touched. Install is idempotent (the same hooks again: nothing written) and refuses a
 malformed file with an AgentSettingsError naming it (nothing written). Writes are atomic (a temp file
 renamed over, the file's mode kept; a symlinked file is written where it points).
@@ -24,18 +25,28 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
-import tomllib
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from panewatch.core.hooksettings import (
+    BEGIN,
+    OURS,
+    CodexHook,
+    dump_json,
+    json_has_ours,
+    json_with_ours,
+    json_without_ours,
+    load_json,
+    load_toml,
+    toml_with_ours,
+    toml_without_ours,
+)
 from panewatch.errors import AgentSettingsError
 from panewatch.runtime import paths
 from panewatch.runtime.hookinject import (
-    _snake,
     claude_hook_settings,
     codex_hooks,
     codex_trust_hash,
@@ -44,9 +55,7 @@ from panewatch.runtime.hookinject import (
 )
 
 AGENTS = ("claude", "gemini", "codex")
-OURS = re.compile(r"panewatch.* pane hook (?:report|notify)\b")
-BEGIN = "# >>> panewatch hooks (`panewatch hooks uninstall` removes this block) >>>"
-END = "# <<< panewatch hooks <<<"
+__all__ = ["AGENTS", "OURS", "Outcome", "Status", "default_agents", "install", "settings_file", "status", "uninstall"]
 
 
 def config_dir(agent: str, env: Mapping[str, str] | None = None) -> Path:
@@ -78,144 +87,13 @@ class Outcome:
     message: str
 
 
-# -- the documents -----------------------------------------------------------------------------
-
-def _ours(hook: object) -> bool:
-    return isinstance(hook, dict) and isinstance(hook.get("command"), str) and OURS.search(hook["command"]) is not None
+def _settings(agent: str, launcher: list[str]) -> dict[str, Any]:
+    return (claude_hook_settings if agent == "claude" else gemini_hook_settings)(launcher, installed=True)
 
 
-def _load_json(path: Path, data: bytes) -> dict[str, Any]:
-    if not data.strip():
-        return {}
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise AgentSettingsError(str(path), "not UTF-8 text") from None
-    except ValueError as exc:
-        raise AgentSettingsError(str(path), f"not valid JSON ({exc}); fix it or move it aside first") from None
-    if not isinstance(doc, dict):
-        raise AgentSettingsError(str(path), f"the top level is a JSON {type(doc).__name__}, not an object")
-    hooks = doc.get("hooks")
-    if hooks is not None and not isinstance(hooks, dict):
-        raise AgentSettingsError(str(path), '"hooks" is not an object')
-    for event, groups in (hooks or {}).items():
-        if not isinstance(groups, list):
-            raise AgentSettingsError(str(path), f'"hooks"."{event}" is not a list')
-    return doc
-
-
-def _json_without_ours(doc: dict[str, Any], original: dict[str, Any] | None) -> dict[str, Any]:
-    """`doc` without panewatch's hooks; containers left empty by that go too unless `original` had them."""
-    hooks = doc.get("hooks")
-    if not isinstance(hooks, dict):
-        return doc
-    had = original.get("hooks") if original is not None else None
-    had = had if isinstance(had, dict) else {}
-    out: dict[str, Any] = {}
-    for event, groups in hooks.items():
-        kept, touched = [], False
-        for group in groups if isinstance(groups, list) else []:
-            inner = group.get("hooks") if isinstance(group, dict) else None
-            if isinstance(inner, list) and any(_ours(h) for h in inner):
-                touched = True
-                rest = [h for h in inner if not _ours(h)]
-                if rest:
-                    kept.append({**group, "hooks": rest})
-            else:
-                kept.append(group)
-        if not isinstance(groups, list) or kept or not touched or event in had:
-            out[event] = kept if isinstance(groups, list) else groups
-    result = {**doc, "hooks": out}
-    if not out and original is not None and "hooks" not in original:
-        del result["hooks"]
-    if original is not None and isinstance(config := result.get("hooksConfig"), dict) \
-            and config.get("notifications") is False and "notifications" not in (original.get("hooksConfig") or {}):
-        rest_config = {k: v for k, v in config.items() if k != "notifications"}  # the default install added
-        if rest_config or "hooksConfig" in original:
-            result["hooksConfig"] = rest_config
-        else:
-            del result["hooksConfig"]
-    return result
-
-
-def _json_with_ours(doc: dict[str, Any], agent: str, launcher: list[str]) -> dict[str, Any]:
-    ours = (claude_hook_settings if agent == "claude" else gemini_hook_settings)(launcher, installed=True)
-    hooks = dict(doc.get("hooks") or {})
-    for event, groups in ours["hooks"].items():
-        hooks[event] = [*hooks.get(event, []), *groups]
-    result = {**doc, "hooks": hooks}
-    if agent == "gemini":  # "Executing Hook(s)" on screen at every report: off, unless the user said otherwise
-        config = doc.get("hooksConfig")
-        if not isinstance(config, dict) or "notifications" not in config:
-            result["hooksConfig"] = {**(config if isinstance(config, dict) else {}), "notifications": False}
-    return result
-
-
-def _json_has_ours(doc: dict[str, Any]) -> bool:
-    for groups in (doc.get("hooks") or {}).values():
-        for group in groups:
-            inner = group.get("hooks") if isinstance(group, dict) else None
-            if isinstance(inner, list) and any(_ours(h) for h in inner):
-                return True
-    return False
-
-
-def _dump_json(doc: dict[str, Any]) -> bytes:
-    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def _load_toml(path: Path, data: bytes) -> tuple[str, dict[str, Any]]:
-    try:
-        text = data.decode("utf-8")
-        return text, tomllib.loads(text)
-    except UnicodeDecodeError:
-        raise AgentSettingsError(str(path), "not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise AgentSettingsError(str(path), f"not valid TOML ({exc}); fix it or move it aside first") from None
-
-
-def _toml_without_ours(path: Path, text: str) -> str:
-    """`text` without our block and the blank line install put before it."""
-    stripped = text
-    if (start := text.find(BEGIN)) >= 0:
-        end = text.find(END, start)
-        if end < 0:
-            raise AgentSettingsError(str(path), f"panewatch's block has no end line ({END!r}): fix it by hand")
-        end += len(END) + (text[end + len(END):end + len(END) + 1] == "\n")
-        before = text[:start]
-        before = before[:-1] if before.endswith("\n\n") else "" if before == "\n" else before
-        stripped = before + text[end:]
-    if OURS.search(stripped):
-        raise AgentSettingsError(str(path), "panewatch's hooks are there outside its marked block: remove them by hand")
-    return stripped
-
-
-def _toml_with_ours(path: Path, text: str, launcher: list[str]) -> str:
-    """`text` (without ours) plus our block; refuses what Codex would not merge with it."""
-    doc = tomllib.loads(text)
-    hooks = doc.get("hooks", {})
-    if not isinstance(hooks, dict):
-        raise AgentSettingsError(str(path), "`hooks` is not a table")
-    lines = [BEGIN]
-    trust = []
-    for event, command, timeout in codex_hooks(launcher, installed=True):
-        theirs = hooks.get(event, [])
-        if not isinstance(theirs, list):
-            raise AgentSettingsError(str(path), f"`hooks.{event}` is not an array of tables")
-        hook = "{" + f'type = "command", command = {json.dumps(command)}, timeout = {timeout}' + "}"
-        lines += [f"[[hooks.{event}]]", f"hooks = [{hook}]", ""]
-        key = f"{path}:{_snake(event)}:{len(theirs)}:0"  # Codex's trust key: source, event, group, handler
-        trusted = codex_trust_hash(event, command, timeout)
-        trust += [f"[hooks.state.{json.dumps(key)}]", f"trusted_hash = {json.dumps(trusted)}", ""]
-    block = "\n".join([*lines, *trust]).rstrip("\n") + "\n" + END + "\n"
-    sep = "" if not text else "\n" if text.endswith("\n") else "\n\n"
-    new = text + sep + block
-    try:
-        tomllib.loads(new)
-    except tomllib.TOMLDecodeError as exc:
-        raise AgentSettingsError(str(path), f"panewatch's [[hooks.…]] tables do not merge with this file ({exc}): "
-                                            "hooks as inline arrays, or `hooks.state` as an inline table?") from None
-    return new
+def _codex(launcher: list[str]) -> list[CodexHook]:
+    return [(event, command, timeout, codex_trust_hash(event, command, timeout))
+            for event, command, timeout in codex_hooks(launcher, installed=True)]
 
 
 # -- records and files -------------------------------------------------------------------------
@@ -313,16 +191,16 @@ def install(agent: str, *, env: Mapping[str, str] | None = None, launcher: list[
     launcher = launcher or hook_launcher()
     current = _read(path)
     if agent == "codex":
-        text, _ = _load_toml(path, current or b"")
-        base = _toml_without_ours(path, text)
-        new = _toml_with_ours(path, base, launcher).encode("utf-8")
+        text, _ = load_toml(str(path), current or b"")
+        base = toml_without_ours(str(path), text)
+        new = toml_with_ours(str(path), base, _codex(launcher)).encode("utf-8")
         had_ours, without = BEGIN in text, base.encode("utf-8")
     else:
-        doc = _load_json(path, current or b"")
-        had_ours = _json_has_ours(doc)
-        stripped = _json_without_ours(doc, None)
-        new = _dump_json(_json_with_ours(stripped, agent, launcher))
-        without = _dump_json(stripped)
+        doc = load_json(str(path), current or b"")
+        had_ours = json_has_ours(doc)
+        stripped = json_without_ours(doc, None)
+        new = dump_json(json_with_ours(stripped, _settings(agent, launcher)))
+        without = dump_json(stripped)
     if current == new:
         return Outcome(agent, path, "unchanged", f"{agent}: panewatch's hooks already in {path}; nothing changed")
     recorded = _read_record(agent, path)
@@ -364,16 +242,16 @@ def uninstall(agent: str, *, env: Mapping[str, str] | None = None) -> Outcome:
         _drop_record(agent, path)
         return Outcome(agent, path, "restored", message)
     if agent == "codex":
-        text, _ = _load_toml(path, current)
+        text, _ = load_toml(str(path), current)
         has = BEGIN in text or OURS.search(text) is not None
-        new = _toml_without_ours(path, text).encode("utf-8") if has else current
+        new = toml_without_ours(str(path), text).encode("utf-8") if has else current
     else:
-        doc = _load_json(path, current)
-        has = _json_has_ours(doc)
+        doc = load_json(str(path), current)
+        has = json_has_ours(doc)
         # what was there before install decides which emptied containers stay; unknown: the user's hooksConfig
-        before = _load_json(path, recorded[1] or b"") if recorded is not None \
+        before = load_json(str(path), recorded[1] or b"") if recorded is not None \
             else {"hooksConfig": doc.get("hooksConfig")}
-        new = _dump_json(_json_without_ours(doc, before)) if has else current
+        new = dump_json(json_without_ours(doc, before)) if has else current
     _drop_record(agent, path)
     if not has:
         return Outcome(agent, path, "absent", f"{agent}: no panewatch hooks in {path}; nothing changed")
@@ -402,15 +280,15 @@ def status(agent: str, *, env: Mapping[str, str] | None = None, launcher: list[s
         if data is None:
             return Status(agent, path, False, False)
         if agent == "codex":
-            text, _ = _load_toml(path, data)
+            text, _ = load_toml(str(path), data)
             installed = BEGIN in text
-            fresh = installed and _toml_with_ours(path, _toml_without_ours(path, text),
-                                                  launcher or hook_launcher()) == text
+            fresh = installed and toml_with_ours(str(path), toml_without_ours(str(path), text),
+                                                 _codex(launcher or hook_launcher())) == text
         else:
-            doc = _load_json(path, data)
-            installed = _json_has_ours(doc)
-            fresh = installed and _dump_json(_json_with_ours(_json_without_ours(doc, None), agent,
-                                                             launcher or hook_launcher())) == data
+            doc = load_json(str(path), data)
+            installed = json_has_ours(doc)
+            fresh = installed and dump_json(json_with_ours(json_without_ours(doc, None),
+                                                           _settings(agent, launcher or hook_launcher()))) == data
     except AgentSettingsError as exc:
         return Status(agent, path, False, False, str(exc))
     return Status(agent, path, installed, fresh)
