@@ -212,9 +212,9 @@ def install(agent: str, *, env: Mapping[str, str] | None = None, launcher: list[
     else:
         original, created_dir = without, False
     path.parent.mkdir(parents=True, exist_ok=True)
+    _write_record(agent, path, new, original, created_dir)  # first: the backup exists before the file changes
     target = _real(path)
     _atomic(target, new, _mode(target) if current is not None else 0o600)
-    _write_record(agent, path, new, original, created_dir)
     action = "updated" if had_ours else "installed"
     return Outcome(agent, path, action, f"{agent}: panewatch's hooks {action} in {path}"
                    + (" (a new file)" if current is None else ""))
