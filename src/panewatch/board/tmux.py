@@ -2,7 +2,8 @@
 
     TmuxBoard    watches the user's tmux servers (runtime/tmux.py `user_servers`, rescanned every
                  SCAN seconds; `[tmux] watch = "off"` in config.toml: none), one TmuxWatcher each,
-                 and puts each of their panes on the Hub as a TmuxHandle. `new_window` is
+                 and puts each of their panes on the Hub as a TmuxHandle; each watcher takes the
+                 reports of installed hooks (`panewatch hooks install`) for its server's panes. `new_window` is
                  `panewatch new` in tmux: a window in the dedicated session DEDICATED_SESSION on the
                  user's default tmux server, so the agent outlives the daemon; a restarted
                  daemon finds it again (its history of states is lost, its process is not).
@@ -166,7 +167,8 @@ class TmuxBoard:
 
     async def _watch(self, server: TmuxServer) -> TmuxWatcher | None:
         watcher = TmuxWatcher(server, self.manifests, on_added=lambda pane: self._added(server, pane),
-                              on_removed=lambda pane: self._removed(server, pane), attach_hooks=self.attach_hooks)
+                              on_removed=lambda pane: self._removed(server, pane), attach_hooks=self.attach_hooks,
+                              hooks="take")  # installed hooks report to the daemon (runtime/tmux_hooks.py)
         self.watchers[server] = watcher
         try:
             await watcher.start()

@@ -62,6 +62,8 @@ def register(sub: Any) -> None:
     q.set_defaults(func=lambda ns: _bench_agents(ns))
     q = benches.add_parser("hook", help="wall time of the hook command (`panewatch pane report`) per call")
     q.add_argument("-n", type=int, default=100)
+    q.add_argument("--installed", action="store_true", help="the installed hook (`pane hook …`, `hooks install`): "
+                   "outside tmux, in an unwatched tmux server, in a watched pane")
     q.set_defaults(func=_hook_bench)
     p.set_defaults(func=lambda ns: (p.print_help(), 2)[1])
 
@@ -80,8 +82,13 @@ def _bench_agents(ns: argparse.Namespace) -> int:
 
 
 def _hook_bench(ns: argparse.Namespace) -> int:
-    from panewatch.lab.bench.hook import run
+    from panewatch.lab.bench.hook import run, run_installed
 
+    if ns.installed:
+        for label, got in run_installed(ns.n).items():
+            print(f"installed hook, {label}: median {got['median_ms']:.1f} ms, p95 {got['p95_ms']:.1f} ms, "
+                  f"max {got['max_ms']:.1f} ms over {got['n']} calls; {got['delivered']} reports delivered")
+        return 0
     result = run(ns.n)
     print(f"hook command wall time over {result['n']} calls ({' '.join(map(str, result['argv']))}): "
           f"median {result['median_ms']:.1f} ms, p95 {result['p95_ms']:.1f} ms, max {result['max_ms']:.1f} ms; "

@@ -22,6 +22,10 @@ tmux runs the user's hooks for our clients and commands too (core/tmux_formats.p
 attaches, the watcher reads the server's and the session's hooks, and with `attach_hooks="skip"` (the
 default; `[tmux] attach_hooks`) it does not watch what a hook there could change (the whole server for a
 global hook), says so once through `on_skipped`, and looks again every HOOKS_RECHECK seconds.
+
+With `hooks=` ("take": the daemon; "share": a foreground `panewatch tmux`) the watcher also takes the
+reports of the hooks `panewatch hooks install` put in the user's agent settings, for its panes
+(runtime/tmux_hooks.py says who listens when both run).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+from panewatch.core.combine import Report
 from panewatch.core.policy import PolicyConfig
 from panewatch.core.tmux_formats import (
     PANE_FORMAT,
@@ -47,6 +52,7 @@ from panewatch.core.tmux_protocol import Event, Notification, Output, Reply, com
 from panewatch.errors import PaneInModeError, TmuxError
 from panewatch.runtime.driver import Manifests, PaneDriver
 from panewatch.runtime.tmux import ControlClient, TmuxServer, check_version
+from panewatch.runtime.tmux_hooks import HookMode, TmuxReports
 
 log = logging.getLogger("panewatch.runtime.tmux")
 
@@ -251,8 +257,8 @@ class TmuxWatcher:
     def __init__(self, server: TmuxServer, manifests: Manifests, *, policy: PolicyConfig | None = None,
                  on_added: Callable[[TmuxPane], None] | None = None,
                  on_removed: Callable[[TmuxPane], None] | None = None,
-                 wall: Callable[[], float] | None = None, attach_hooks: str = "skip",
-                 on_skipped: Callable[[str, list[str]], None] | None = None) -> None:
+                 wall: Callable[[], float] | None = None, hooks: HookMode | None = None,
+                 attach_hooks: str = "skip", on_skipped: Callable[[str, list[str]], None] | None = None) -> None:
         self.server = server
         self.attach_hooks = attach_hooks  # "skip": never attach where the user's hooks would run; "run": attach
         self.on_skipped = on_skipped  # (session id, "" for every session; the hooks): not watched. Default: a log line
@@ -274,12 +280,21 @@ class TmuxWatcher:
         self._closing = False
         self._fg_polled = 0.0
         self._resync_lock = asyncio.Lock()
+        self.hooks = TmuxReports(server, hooks, self._report_sink, time.monotonic) if hooks is not None else None
+        self._hooks_task: asyncio.Task[None] | None = None
+
+    def _report_sink(self, pane_id: str) -> Callable[[Report], None] | None:
+        """Where an installed hook's report for tmux pane `pane_id` goes: the pane's driver, once it runs."""
+        pane = self.panes.get(pane_id)
+        return pane.report if pane is not None and pane.seeded and not pane.exited else None
 
     async def start(self) -> None:
         """Check the version (TmuxVersionError if too old), then discover and attach."""
         check_version()
         self._loop = asyncio.get_running_loop()
         await self.resync()
+        if self.hooks is not None and self.server_alive:
+            await self.hooks.check()
         self._fg_polled = self._loop.time()
         self._timer = self._loop.call_later(SERVER_POLL, self._on_timer)
 
@@ -291,6 +306,12 @@ class TmuxWatcher:
             self._resync_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._resync_task
+        if self._hooks_task is not None:
+            self._hooks_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._hooks_task
+        if self.hooks is not None:
+            await self.hooks.close()
         for client in self._all_clients():
             await client.close()
         self.clients.clear()
@@ -309,6 +330,8 @@ class TmuxWatcher:
                     log.exception("tmux pane %s: foreground poll failed", pane.pane_id)
         if not self.clients:  # nothing attached tells us about new sessions: ask
             self.schedule_resync(0.0)
+        if self.hooks is not None and self.server_alive and (self._hooks_task is None or self._hooks_task.done()):
+            self._hooks_task = self._loop.create_task(self.hooks.check())  # who listens (runtime/tmux_hooks.py)
         self._timer = self._loop.call_later(SERVER_POLL, self._on_timer)
 
     # -- the pane list -----------------------------------------------------------------------------
