@@ -261,9 +261,10 @@ class TmuxWatcher:
                  attach_hooks: str = "skip", on_skipped: Callable[[str, list[str]], None] | None = None) -> None:
         self.server = server
         self.attach_hooks = attach_hooks  # "skip": never attach where the user's hooks would run; "run": attach
-        self.on_skipped = on_skipped  # (session id, "" for every session; the hooks): not watched. Default: a log line
+        self.on_skipped = on_skipped  # (session name or "" = every session, hooks): not watched. Else a log line
         self.skipped: dict[str, list[str]] = {}
         self._hooks_seen: dict[str, tuple[float, list[str]]] = {}
+        self._names: dict[str, str] = {}  # session id -> name, for what we say about a session
         self.manifests = manifests
         self.policy = policy
         self.wall = wall or time.time
@@ -396,6 +397,7 @@ class TmuxWatcher:
             if info is not None and info.pane_id not in listed:  # a linked window lists its panes per session
                 listed[info.pane_id] = info
         per_session = Counter(i.session_id for i in listed.values())
+        self._names.update((i.session_id, i.session_name) for i in listed.values())
         for session, count in sorted(per_session.items()):
             want = max(1, -(-count // PANES_PER_CLIENT))
             if not self._live(session) and (await self._tripping("") or await self._tripping(session)):
@@ -443,9 +445,9 @@ class TmuxWatcher:
         if hooks and self.skipped.get(session) != hooks:
             self.skipped[session] = hooks
             if self.on_skipped is not None:
-                self.on_skipped(session, hooks)
+                self.on_skipped(self._names.get(session, session), hooks)
             else:
-                log.warning("%s", skipped_message(self.server.label, session, hooks))
+                log.warning("%s", skipped_message(self.server.label, self._names.get(session, session), hooks))
         elif not hooks and self.skipped.pop(session, None) is not None:
             log.info("tmux on %s: hooks guarded; watching %s", self.server.label, session or "the server")
         return hooks
