@@ -33,8 +33,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from panewatch.core.hookevents import (CLAUDE_HOOK_STATES, CLAUDE_TOOL_EVENTS, CODEX_HOOK_STATES, GEMINI_HOOK_STATES,
-                                         QWEN_HOOK_STATES)
+from panewatch.core.hookevents import (
+    CLAUDE_HOOK_STATES,
+    CLAUDE_TOOL_EVENTS,
+    CODEX_HOOK_STATES,
+    GEMINI_HOOK_STATES,
+    QWEN_HOOK_STATES,
+)
 from panewatch.core.hooksettings import snake
 from panewatch.errors import HooksUnavailable
 from panewatch.runtime import paths
