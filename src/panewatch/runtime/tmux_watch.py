@@ -31,7 +31,7 @@ from collections.abc import Callable
 
 from panewatch.core.policy import PolicyConfig
 from panewatch.core.tmux_formats import PANE_FORMAT, PaneInfo, parse_layout, parse_pane, seed_bytes
-from panewatch.core.tmux_protocol import Event, Notification, Output, Reply, command, send_keys
+from panewatch.core.tmux_protocol import Event, Notification, Output, Reply, command, routes, send_keys
 from panewatch.errors import PaneInModeError, TmuxError
 from panewatch.runtime.driver import Manifests, PaneDriver
 from panewatch.runtime.tmux import ControlClient, TmuxServer, check_version
@@ -256,6 +256,7 @@ class TmuxWatcher:
         self._closing = False
         self._fg_polled = 0.0
         self._resync_lock = asyncio.Lock()
+        self._subscribers: dict[str, ControlClient] = {}  # by session id: the client holding its subscription
 
     async def start(self) -> None:
         """Check the version (TmuxVersionError if too old), then discover and attach."""
@@ -273,9 +274,9 @@ class TmuxWatcher:
             self._resync_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._resync_task
-        for client in self._all_clients():
-            await client.close()
+        await asyncio.gather(*(client.close() for client in self._all_clients()))
         self.clients.clear()
+        self._subscribers.clear()
         for pane in list(self.panes.values()):
             pane.stop()
 
@@ -353,11 +354,16 @@ class TmuxWatcher:
             if info is not None and info.pane_id not in listed:  # a linked window lists its panes per session
                 listed[info.pane_id] = info
         per_session = Counter(i.session_id for i in listed.values())
-        for session, count in sorted(per_session.items()):
-            want = max(1, -(-count // PANES_PER_CLIENT))
-            while len(self._live(session)) < want:
-                if not await self._attach(session):
-                    break
+        # Every missing client of every session at once: one after another, each attach waits on tmux
+        # (a process to start, then its name), and at 1000 panes that was most of a 30 s start-up.
+        attaches = [self._attach(session) for session, count in sorted(per_session.items())
+                    for _ in range(clients_for(count) - len(self._live(session)))]
+        if attaches:
+            await asyncio.gather(*attaches)
+        if self._closing:
+            return
+        for session in per_session:
+            self._subscribe(session)
         load = Counter(id(p.client) for p in self.panes.values())
         added: list[TmuxPane] = []
         for pane_id, info in listed.items():
@@ -395,12 +401,25 @@ class TmuxWatcher:
             log.info("tmux session %s on %s: %s", session, self.server.label, exc)
             self._forget(client)
             return False
-        # tmux checks subscriptions about once a second and tells us when a pane's command changed
-        lines = [command("refresh-client", "-t", client.name, "-B", f"{SUBSCRIPTION}:%*:#{{pane_current_command}}")]
         # a new client starts with every pane of its session on: the panes others watch go off here
-        lines += _routes(client, [p.pane_id for p in self.panes.values() if p.client.session == session], "off")
-        client.send(lines)
+        client.send(_routes(client, [p.pane_id for p in self.panes.values() if p.client.session == session], "off"))
         return True
+
+    def _subscribe(self, session: str) -> None:
+        """ONE client per session asks tmux to tell us when a pane's command changes (`%*`: every pane of
+        the session): tmux re-expands a subscription for each of its panes about once a second, per client
+        holding it, and on the server's own time (at 1000 panes with 63 clients each subscribed: 63k
+        expansions, each a /proc read, a second, and 63k notifications at attach)."""
+        holder = self._subscribers.get(session)
+        if holder is not None and not holder.closed.is_set():
+            return
+        live = self._live(session)
+        if not live:
+            self._subscribers.pop(session, None)
+            return
+        self._subscribers[session] = live[0]
+        live[0].send([command("refresh-client", "-t", live[0].name, "-B",
+                              f"{SUBSCRIPTION}:%*:#{{pane_current_command}}")])
 
     def _route(self, panes: list[TmuxPane]) -> None:
         """Only a pane's own client gets its output; its session's other clients turn it off (batched:
@@ -414,6 +433,8 @@ class TmuxWatcher:
                             + _routes(client, [p.pane_id for p in group if p.client is not client], "off"))
 
     def _forget(self, client: ControlClient) -> None:
+        if self._subscribers.get(client.session) is client:
+            del self._subscribers[client.session]  # the next resync gives the subscription to another
         clients = self.clients.get(client.session, [])
         if client in clients:
             clients.remove(client)
@@ -513,8 +534,11 @@ class TmuxWatcher:
         self.schedule_resync()
 
 
+def clients_for(panes: int) -> int:
+    """How many control clients watch a session of `panes` panes."""
+    return max(1, -(-panes // PANES_PER_CLIENT))
+
+
 def _routes(client: ControlClient, pane_ids: list[str], state: str) -> list[bytes]:
     """`refresh-client -A %ID:STATE` for each pane, several panes a command, for this client by name."""
-    return [command("refresh-client", "-t", client.name, *(arg for pane_id in pane_ids[i:i + ROUTES_PER_COMMAND]
-                                                           for arg in ("-A", f"{pane_id}:{state}")))
-            for i in range(0, len(pane_ids), ROUTES_PER_COMMAND)]
+    return routes(client.name, pane_ids, state, ROUTES_PER_COMMAND)
