@@ -1,10 +1,12 @@
 """Every pane of a tmux server, each with its own PaneMachine, through control mode.
 
-    TmuxWatcher   one per server: discovers sessions and panes (`list-panes -a`), keeps ONE control
-                  client per session (tmux sends a client `%output` only for its session's panes),
-                  follows what tmux reports (windows and panes added and closed, layouts and sizes,
-                  renames, session changes, modes, pause/continue, the server's exit) and resyncs
-                  the pane list after each structural notification (debounced).
+    TmuxWatcher   one per server: discovers sessions and panes (`list-panes -a`), keeps control
+                  clients per session (tmux sends a client `%output` only for its session's panes;
+                  one per PANES_PER_CLIENT panes, each taking only its own panes' output, all the
+                  missing ones attached at once), ONE of which holds the session's current-command
+                  subscription; follows what tmux reports (windows and panes added and closed,
+                  layouts and sizes, renames, session changes, modes, pause/continue, the server's
+                  exit) and resyncs the pane list after each structural notification (debounced).
     TmuxPane      one tmux pane: a PaneDriver (runtime/driver.py, as `run` panes) fed the pane's
                   `%output` bytes; seeded on discovery from tmux's own view of the pane (capture-pane
                   with attributes, alternate screen, cursor, title) and judged at once, so a dialog
@@ -52,8 +54,12 @@ SUBSCRIPTION = "panewatch-cmd"
 # 8 KiB / (its pending panes) / 3 bytes a round (control.c, at least 32): with 200 busy panes on one
 # client a 2 KiB frame needs dozens of rounds and arrives ~0.8 s late (measured: `%extended-output` age
 # median 777 ms at 200 panes, 0 at 50). Several clients per session, each taking only its own panes'
-# output (`refresh-client -A %ID:off` for the others), keep a frame to one or two rounds.
-PANES_PER_CLIENT = 16
+# output (`refresh-client -A %ID:off` for the others), keep a frame to a few rounds. Each client costs
+# an attach, a process, and an `off` for every other pane of its session (clients x panes at start-up);
+# measured at 1000 busy panes (notes/tmuxscale.md), 64 a client (16 clients) was as fast as or faster
+# than 16 (63 clients) and 32, and 250 (4 clients) slower again. A flooding pane is paused by tmux
+# after PAUSE_AFTER whatever its client; until then it only takes its share of its client's rounds.
+PANES_PER_CLIENT = 64
 ROUTES_PER_COMMAND = 64
 
 
@@ -256,7 +262,7 @@ class TmuxWatcher:
         self._closing = False
         self._fg_polled = 0.0
         self._resync_lock = asyncio.Lock()
-        self._subscribers: dict[str, ControlClient] = {}  # by session id: the client holding its subscription
+        self.subscribers: dict[str, ControlClient] = {}  # by session id: the client holding its subscription
 
     async def start(self) -> None:
         """Check the version (TmuxVersionError if too old), then discover and attach."""
@@ -276,7 +282,7 @@ class TmuxWatcher:
                 await self._resync_task
         await asyncio.gather(*(client.close() for client in self._all_clients()))
         self.clients.clear()
-        self._subscribers.clear()
+        self.subscribers.clear()
         for pane in list(self.panes.values()):
             pane.stop()
 
@@ -410,14 +416,14 @@ class TmuxWatcher:
         the session): tmux re-expands a subscription for each of its panes about once a second, per client
         holding it, and on the server's own time (at 1000 panes with 63 clients each subscribed: 63k
         expansions, each a /proc read, a second, and 63k notifications at attach)."""
-        holder = self._subscribers.get(session)
+        holder = self.subscribers.get(session)
         if holder is not None and not holder.closed.is_set():
             return
         live = self._live(session)
         if not live:
-            self._subscribers.pop(session, None)
+            self.subscribers.pop(session, None)
             return
-        self._subscribers[session] = live[0]
+        self.subscribers[session] = live[0]
         live[0].send([command("refresh-client", "-t", live[0].name, "-B",
                               f"{SUBSCRIPTION}:%*:#{{pane_current_command}}")])
 
@@ -433,8 +439,8 @@ class TmuxWatcher:
                             + _routes(client, [p.pane_id for p in group if p.client is not client], "off"))
 
     def _forget(self, client: ControlClient) -> None:
-        if self._subscribers.get(client.session) is client:
-            del self._subscribers[client.session]  # the next resync gives the subscription to another
+        if self.subscribers.get(client.session) is client:
+            del self.subscribers[client.session]  # the next resync gives the subscription to another
         clients = self.clients.get(client.session, [])
         if client in clients:
             clients.remove(client)
