@@ -209,3 +209,53 @@ def test_a_dropped_link_comes_back_as_the_same_pane(tmp_path: Path, monkeypatch:
             await daemon.close()
 
     run(body)
+
+
+def test_the_board_resizes_a_run_pane_up_to_its_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A board resize (the user's "fit" click) reaches the pty of a `run` pane, clamped to the terminal that
+    shows it; a pane whose link has no terminal refuses, saying why."""
+    import fcntl
+    import struct
+    import termios
+
+    monkeypatch.setenv("PANEWATCH_BOARD", "connect")
+    terminal = [(100, 30)]
+
+    def pty_size(pane: LivePane) -> tuple[int, int]:
+        assert pane._session is not None
+        rows, cols = struct.unpack("HHHH", fcntl.ioctl(pane._session.master_fd, termios.TIOCGWINSZ, b"\0" * 8))[:2]
+        return cols, rows
+
+    async def body() -> None:
+        pane = LivePane([sys.executable, str(AGENT), str(tmp_path / "agent.log")], pane_id="run-7", agent="claude",
+                        headless=True, cols=100, rows=30)
+        other = LivePane([sys.executable, str(AGENT), str(tmp_path / "other.log")], pane_id="run-8", agent="claude",
+                         headless=True)
+        link = BoardLink(pane, terminal_size=lambda: terminal[0])
+        unsized = BoardLink(other)
+        daemon = Daemon()
+        await daemon.start()
+        try:
+            for p, lk in ((pane, link), (other, unsized)):
+                p.start()
+                lk.start()
+            await until(lambda: len([h for h in daemon.hub.panes.values() if isinstance(h, RemotePane)]) == 2,
+                        "both run panes registered")
+            handles = {h.card["name"]: h for h in daemon.hub.panes.values() if isinstance(h, RemotePane)}
+            handle = handles["run-7"]
+            await handle.resize(60, 20)
+            assert pty_size(pane) == (60, 20) and (pane.screen.cols, pane.screen.rows) == (60, 20)
+            await until(lambda: (handle.card["cols"], handle.card["rows"]) == (60, 20), "the card's new size")
+            await handle.resize(200, 50)  # larger than the user's terminal: the terminal's size
+            assert pty_size(pane) == (100, 30)
+            with pytest.raises(RemoteError) as refused:
+                await handles["run-8"].resize(60, 20)
+            assert refused.value.kind == "not_resizable"
+        finally:
+            for lk in (link, unsized):
+                await lk.close()
+            for p in (pane, other):
+                await p.close()
+            await daemon.close()
+
+    run(body)

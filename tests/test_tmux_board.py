@@ -83,3 +83,49 @@ def test_new_runs_in_tmux_and_survives_the_daemon(tmp_path: Path, monkeypatch: p
         cli("serve", "--stop")
         subprocess.run(["tmux", *server.args(), "kill-server"], capture_output=True, timeout=20)
         os.environ.pop("PANEWATCH_TMUX_NEW", None)
+
+
+def attached_clients(tmux: Tmux) -> list[str]:
+    """The terminals attached to the server (panewatch's own control-mode clients left out)."""
+    out = tmux("list-clients", "-F", "#{client_control_mode} #{client_session} #{window_index} #{pane_id}")
+    return [line[2:] for line in out.splitlines() if line.startswith("0 ")]
+
+
+def test_attach_shows_the_panes_window_in_the_users_terminal(tmux: Tmux, serve: ServeProcess) -> None:
+    """`panewatch attach` on a tmux pane is tmux itself: from a plain terminal a tmux client attaches at the
+    pane's window; from inside the same tmux the user's own client switches there (no second client)."""
+    import sys
+
+    from panewatch.testing.drive import PtyAgent
+
+    tmux("new-session", "-d", "-s", "work", "-x", "120", "-y", "32", "sleep 600")
+    tmux("new-window", "-d", "-t", "work", "-n", "agent", "cat")
+    card = wait_for(lambda: by_target("work:1.0"), "the agent pane's card", 20)
+    attach = [sys.executable, "-m", "panewatch", "attach", card["id"]]
+    with PtyAgent(attach, cols=100, rows=30) as term:
+        wait_for(lambda: attached_clients(tmux) == [f"work 1 {card['tmux_pane']}"], "a tmux client at the pane", 20)
+        assert term.alive, "panewatch became the tmux client (exec), it did not exit"
+    wait_for(lambda: attached_clients(tmux) == [], "the client gone with its terminal", 20)
+
+    tmux("new-window", "-d", "-t", "work", "-n", "shell", "sh")  # where the user types, inside tmux
+    with PtyAgent(["tmux", "-L", tmux.name, "attach-session", "-t", "work:2"], cols=100, rows=30):
+        wait_for(lambda: attached_clients(tmux) == ["work 2 " + tmux("display", "-p", "-t", "work:2", "#{pane_id}")],
+                 "the user's own client on the shell window", 20)
+        line = " ".join(shlex.quote(a) for a in attach)
+        tmux("send-keys", "-t", "work:2", "-l", line)
+        tmux("send-keys", "-t", "work:2", "Enter")
+        wait_for(lambda: attached_clients(tmux) == [f"work 1 {card['tmux_pane']}"],
+                 "the same client switched to the pane's window", 20)
+
+
+def test_attach_on_another_tmux_server_is_nested_and_says_so(tmux: Tmux, serve: ServeProcess) -> None:
+    import asyncio
+
+    from panewatch.board import client
+
+    tmux("new-session", "-d", "-s", "work", "-x", "120", "-y", "32", "sleep 600")
+    card = wait_for(lambda: by_target("work:0.0"), "the pane's card", 20)
+    how = asyncio.run(client.call("attach_command", pane=card["id"], inside="/tmp/some-other-tmux-socket"))
+    assert how["nested"] is True and how["argv"][-3:] == ["attach-session", "-t", card["tmux_pane"]]
+    plain = asyncio.run(client.call("attach_command", pane=card["id"]))
+    assert plain["nested"] is False and plain["argv"][1:3] == ["-S", str(tmux.server.socket_file())]

@@ -24,6 +24,8 @@
      ├── StoreError                           runtime/waitstore.py: the waits database cannot be used
      ├── HooksUnavailable (OSError)           runtime/hookinject.py: this launch cannot take panewatch's
      │                                        hooks (Gemini CLI's per-launch settings need root); says why
+     ├── AgentSettingsError (ValueError)      runtime/hooksinstall.py: an agent's own settings file cannot
+     │                                        take or give back panewatch's hooks; .path, nothing written
      ├── RemoteError              .kind       board/rpc.py: the other side of the daemon's socket refused a
      │    │                                   request; .kind is the wire name it sent, .data the reply
      │    ├── ConnectionLost      connection_lost
@@ -231,6 +233,17 @@ class HostKeyError(SshError):
 class HooksUnavailable(PanewatchError, OSError):
     """This launch cannot take panewatch's hooks; the message says why (the screen still detects).
     An OSError, as a report socket that cannot be made: callers say "hooks disabled" for both."""
+
+
+class AgentSettingsError(PanewatchError, ValueError):
+    """An agent's own settings file (`hooks install`/`uninstall`) is unreadable, malformed or in a shape
+    panewatch will not edit; the message names the file and the problem. Nothing was written."""
+
+    wire_name = "bad_agent_settings"
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: {problem}")
 
 
 class SettingsError(PanewatchError, ValueError):

@@ -20,7 +20,7 @@ Unix-socket operations (JSON lines, see rpc.py), params → result:
     attach   {pane}                             → {card}; then notifications "screen" {data, repaint}
                                                   and "card" {card}; the client sends "keys" {data}
                                                   and "detach"
-    resize   {pane, cols, rows}                  headless panes only
+    resize   {pane, cols, rows}                  headless panes, and `run` panes up to their terminal's size
     report_wrong {pane, expected?}               → {path, …}: the pane's history as a golden case
     stats    {since?}                           → the waits since `since` (unix time; default 7 days)
     close    {pane}                             kill a headless pane / remove an exited card
@@ -113,8 +113,11 @@ class Daemon:
         self._settings = settings
         self.notifier: Notifier | None = None  # desktop/command notifications for headless panes
         self.watcher = ManifestWatcher()
-        self.tmux = TmuxBoard(self.hub, self.watcher, watch=settings.tmux.watch == "auto")  # the user's tmux panes
-        self.remote = RemoteBoard(self.hub, self.watcher, settings.remotes, on_change=self._notify_change)  # [[remote]]
+        hooks = settings.tmux.attach_hooks
+        self.tmux = TmuxBoard(self.hub, self.watcher, watch=settings.tmux.watch == "auto",  # the user's tmux panes
+                              attach_hooks=hooks)
+        self.remote = RemoteBoard(self.hub, self.watcher, settings.remotes, on_change=self._notify_change,
+                                  attach_hooks=hooks)  # [[remote]]
         self.watchdog = Watchdog()  # ends the headless panes' sessions if we die, even by kill -9
         self.access: Access | None = None
         self._lock_fd: int | None = None
@@ -320,6 +323,10 @@ class Daemon:
             return self._attach(conn, ops.pane(self, msg).id)
 
         return await ops.call(self, op, msg, web=False, local={"register": register, "attach": attach})
+
+    def hosts(self) -> dict[str, dict[str, Any]]:
+        """Each `[[remote]]` host's link (board/remote.py `hosts`), for `ls`."""
+        return {label: dict(link) for label, link in self.remote.hosts.items()}
 
     def info(self) -> dict[str, Any]:
         return {"url": self.base_url, "pid": self.pid, "port": self.port, "panes": len(self.hub.panes),

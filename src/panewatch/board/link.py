@@ -8,7 +8,9 @@
 The pane never depends on the daemon: the link connects in the background (starting the daemon
 on demand the first time), and if the daemon is absent or dies it retries quietly and registers
 again when one is back. Cards flow to the daemon; the daemon's requests (send, answer, keys) are
-served by a PaneEndpoint, i.e. through the input guard, in this process, next to the screen.
+served by a PaneEndpoint, i.e. through the input guard, in this process, next to the screen. A
+resize from the board is clamped to `terminal_size()` (the pane never outgrows the user's terminal)
+and lasts until that terminal is resized.
 
 PANEWATCH_BOARD in the environment: unset or "auto" = register, starting the daemon if needed;
 "connect" = register only with a daemon already running; "off" = no link at all.
@@ -21,6 +23,7 @@ import base64
 import contextlib
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 from panewatch.board.client import DaemonNotRunning, connect
@@ -44,8 +47,12 @@ def board_mode() -> str:
 
 class BoardLink:
     def __init__(self, pane: LivePane, *, name: str | None = None, cwd: str | None = None,
-                 command: str | None = None, autostart: bool | None = None) -> None:
+                 command: str | None = None, autostart: bool | None = None,
+                 terminal_size: Callable[[], tuple[int, int]] | None = None) -> None:
         self.pane = pane
+        # The size of the terminal showing the pane (`run`'s own): a board resize never makes the pane larger
+        # than what the user's terminal can show. None: the board cannot resize this pane.
+        self.terminal_size = terminal_size
         self.name, self.cwd, self.command = name, cwd, command
         mode = board_mode()
         self.enabled = mode != "off"
@@ -151,12 +158,24 @@ class BoardLink:
         if op == "keys":
             await endpoint.keys(base64.b64decode(str(msg.get("data", ""))), attached=bool(msg.get("attached")))
             return None
+        if op == "resize":
+            return self._resize(msg)
         if op == "report_wrong":
             expected = msg.get("expected")
             return await endpoint.report_wrong(expected if isinstance(expected, str) and expected else None)
         if op == "ping":
             return {"card": endpoint.card()}
         raise RemoteError("unknown_op", f"a run pane does not do {op!r}")
+
+    def _resize(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The board asked (the user's click): the pane takes that size, at most the terminal's. The next
+        resize of the user's terminal gives the pane the terminal's size again: the terminal has the last word."""
+        if self.terminal_size is None or self.endpoint is None:
+            raise RemoteError("not_resizable", "this pane takes its size from its own terminal")
+        most_cols, most_rows = self.terminal_size()
+        cols, rows = min(int(msg.get("cols", 0)), most_cols), min(int(msg.get("rows", 0)), most_rows)
+        self.endpoint.resize(cols, rows)
+        return {"cols": cols, "rows": rows}
 
     def _on_notify(self, op: str, msg: dict[str, Any]) -> None:
         if op == "watch":

@@ -7,12 +7,14 @@ websocket (wsession.py), each parameter validated once, here.
                                                            (with pane: the board opens at that pane)
                                                            (security.py); launcher: also a private page
                                                            forwarding to it, for a browser
-    list      —                                            {cards}
+    list      —                                            {cards, hosts}: hosts = each [[remote]] host's
+                                                           link {link, error, away, since}
     new       {argv, name?, cwd?, env?, cols?, rows?, agent?}  {card}
     prompt    {pane}                                       {card} (its prompt, if blocked)
     send      {pane, text, enter?}                         — refused while blocked (pane_blocked + prompt)  ✓
     answer    {pane, option, fingerprint}                  {option, cleared, state, prompt_after}  ✓
-    resize    {pane, cols, rows}                           — headless panes only                   ✓
+    resize    {pane, cols, rows}                           — headless panes; a `run` pane up to   ✓
+                                                           its terminal's size (board/link.py)
     dismiss   {pane}                                       — remove an exited pane's card          ✓
     report_wrong {pane, expected?}                         {path, agent, state, expected, bytes,   ✓
                                                            changes, manifest}: the pane's history saved
@@ -22,6 +24,9 @@ websocket (wsession.py), each parameter validated once, here.
                                                            the last 7 days), with the waits still open
     close     {pane}                                       — kill a headless pane, remove its card
     goto      {pane}                                       — a tmux pane: select it in the user's tmux  ✓
+    attach_command {pane, inside?}                         {argv, nested, target}: what `panewatch attach`
+                                                           execs for a tmux pane (inside: the caller's
+                                                           $TMUX socket); not_tmux for other panes
     shutdown  —                                            —
     ping      —                                            —
 
@@ -82,6 +87,7 @@ class Board(Protocol):
     gate: ConnectionGate  # the web side's connection caps (limits.py)
 
     def info(self) -> Message: ...
+    def hosts(self) -> Message: ...
     def login(self, *, launcher: bool = False, pane: str | None = None) -> Message: ...
     async def new_pane(self, spec: NewPane) -> Card: ...
     async def dismiss(self, pane_id: str, *, kill: bool = False) -> None: ...
@@ -146,7 +152,7 @@ async def _login(board: Board, msg: Message) -> Result:
 
 
 async def _list(board: Board, msg: Message) -> Result:
-    return {"cards": board.hub.cards()}
+    return {"cards": board.hub.cards(), "hosts": board.hosts()}
 
 
 async def _new(board: Board, msg: Message) -> Result:
@@ -211,6 +217,18 @@ async def _goto(board: Board, msg: Message) -> Result:
     return None
 
 
+async def _attach_command(board: Board, msg: Message) -> Result:
+    handle = pane(board, msg)
+    attach_command = getattr(handle, "attach_command", None)
+    if attach_command is None:
+        raise RemoteError("not_tmux", f"pane {handle.id} is not a tmux pane")
+    inside = msg.get("inside")
+    if inside is not None and not isinstance(inside, str):
+        raise bad_request("inside must be a socket path")
+    result: Message = attach_command(inside or None)
+    return result
+
+
 async def _shutdown(board: Board, msg: Message) -> Result:
     asyncio.get_running_loop().call_soon(board.stop)  # after this reply is on its way
     return None
@@ -240,6 +258,7 @@ OPS: dict[str, Op] = {
     "stats": Op(_stats, web=True),
     "close": Op(_close),
     "goto": Op(_goto, web=True),
+    "attach_command": Op(_attach_command),
     "shutdown": Op(_shutdown),
     "ping": Op(_ping),
 }

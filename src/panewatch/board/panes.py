@@ -218,7 +218,7 @@ class RemotePane:
         return {k: v for k, v in reply.items() if k not in ("re", "ok")}
 
     async def resize(self, cols: int, rows: int) -> None:
-        raise RemoteError("not_resizable", "a `panewatch run` pane takes its size from its own terminal")
+        await self._call("resize", cols=cols, rows=rows)  # the run process clamps it to its terminal
 
     def watch(self, viewer: Viewer) -> Callable[[], None]:
         vid = next(self._vids)

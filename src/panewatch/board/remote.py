@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -49,14 +50,16 @@ class RemoteBoard:
     """Every `[[remote]]` host's panes on the hub."""
 
     def __init__(self, hub: Hub, manifests: Manifests, remotes: tuple[RemoteSettings, ...], *,
-                 on_change: ChangeListener | None = None) -> None:
+                 on_change: ChangeListener | None = None, attach_hooks: str = "skip") -> None:
         self.hub = hub
+        self.attach_hooks = attach_hooks
         self.manifests = manifests
         self.remotes = remotes
         self.on_change = on_change
         self.watchers: dict[str, RemoteWatcher] = {}
         self.handles: dict[str, RemoteHandle] = {}
-        self.hosts: dict[str, dict[str, Any]] = {}  # label -> {"link": up|down|connecting, "error", "away"}
+        # label -> {"link": up|down|connecting, "error", "away" (s down before the last reconnect), "since"}
+        self.hosts: dict[str, dict[str, Any]] = {}
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -64,9 +67,9 @@ class RemoteBoard:
         for remote in self.remotes:
             server = RemoteServer.from_settings(remote)
             watcher = RemoteWatcher(server, self.manifests, on_added=self._added, on_removed=self._removed,
-                                    on_link=self._on_link)
+                                    on_link=self._on_link, attach_hooks=self.attach_hooks)
             self.watchers[server.label] = watcher
-            self.hosts[server.label] = {"link": "connecting", "error": None, "away": None}
+            self.hosts[server.label] = {"link": "connecting", "error": None, "away": None, "since": time.time()}
             self._tasks.append(loop.create_task(self._run(watcher)))
 
     async def _run(self, watcher: RemoteWatcher) -> None:
@@ -74,16 +77,16 @@ class RemoteBoard:
             error = await watcher.start_or_retry()
         except Exception as exc:  # tmux missing or too old there: that host only
             log.warning("not watching %s: %s", watcher.host, exc)
-            self.hosts[watcher.host] = {"link": "down", "error": str(exc), "away": None}
+            self.hosts[watcher.host] = {"link": "down", "error": str(exc), "away": None, "since": time.time()}
             return
         if error is None:
-            self.hosts[watcher.host] = {"link": "up", "error": None, "away": None}
+            self.hosts[watcher.host] = {"link": "up", "error": None, "away": None, "since": time.time()}
         else:
             log.warning("%s (retrying with backoff)", error)
 
     def _on_link(self, change: LinkChange) -> None:
         self.hosts[change.host] = {"link": "up" if change.up else "down", "error": change.error or None,
-                                   "away": change.away}
+                                   "away": change.away, "since": change.wall}
         if change.up:
             log.info("%s: back after %.1f s; panes resynchronised from tmux", change.host, change.away or 0.0)
         else:

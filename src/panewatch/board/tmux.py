@@ -2,13 +2,16 @@
 
     TmuxBoard    watches the user's tmux servers (runtime/tmux.py `user_servers`, rescanned every
                  SCAN seconds; `[tmux] watch = "off"` in config.toml: none), one TmuxWatcher each,
-                 and puts each of their panes on the Hub as a TmuxHandle. `new_window` is
+                 and puts each of their panes on the Hub as a TmuxHandle; each watcher takes the
+                 reports of installed hooks (`panewatch hooks install`) for its server's panes. `new_window` is
                  `panewatch new` in tmux: a window in the dedicated session DEDICATED_SESSION on the
                  user's default tmux server, so the agent outlives the daemon; a restarted
                  daemon finds it again (its history of states is lost, its process is not).
     TmuxHandle   one tmux pane behind the board's PaneHandle interface: its card (origin "tmux",
                  `target`, `tmux_pane`, `tmux_server`), input through its PaneEndpoint (the one guard,
-                 typed by send-keys), `goto` selects it in the user's tmux. Its size is tmux's.
+                 typed by send-keys), `goto` selects it in the user's tmux, `attach_command` is what
+                 `panewatch attach` runs (tmux attach / switch-client; ssh for a remote host). Its size
+                 is tmux's.
 """
 
 from __future__ import annotations
@@ -112,6 +115,14 @@ class TmuxHandle(EndpointInput):
         except TmuxError as exc:
             raise RemoteError("tmux", str(exc)) from None
 
+    def attach_command(self, inside: str | None) -> dict[str, object]:
+        """`panewatch attach` on a tmux pane: the tmux command the CLI execs to show the pane's window in the
+        user's terminal (`nested`: tmux inside another tmux, run with `$TMUX` unset)."""
+        if self.pane.exited:
+            raise RemoteError("exited", f"tmux pane {self.pane.pane_id} is gone")
+        argv, nested = self.server.attach_argv(self.pane.pane_id, inside)
+        return {"argv": argv, "nested": nested, "target": self.card.get("target", "")}
+
     async def close(self) -> None:
         self.endpoint.close()  # the pane is the user's: it stays
 
@@ -120,8 +131,9 @@ class TmuxBoard:
     """Every tmux pane of the user on the hub."""
 
     def __init__(self, hub: Hub, manifests: Manifests, *, watch: bool = True,
-                 servers: Callable[[], list[TmuxServer]] = user_servers) -> None:
+                 servers: Callable[[], list[TmuxServer]] = user_servers, attach_hooks: str = "skip") -> None:
         self.hub = hub
+        self.attach_hooks = attach_hooks  # [tmux] attach_hooks: runtime/tmux_watch.py
         self.manifests = manifests
         self.watch = watch
         self.servers = servers
@@ -155,7 +167,8 @@ class TmuxBoard:
 
     async def _watch(self, server: TmuxServer) -> TmuxWatcher | None:
         watcher = TmuxWatcher(server, self.manifests, on_added=lambda pane: self._added(server, pane),
-                              on_removed=lambda pane: self._removed(server, pane))
+                              on_removed=lambda pane: self._removed(server, pane), attach_hooks=self.attach_hooks,
+                              hooks="take")  # installed hooks report to the daemon (runtime/tmux_hooks.py)
         self.watchers[server] = watcher
         try:
             await watcher.start()

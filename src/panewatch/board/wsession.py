@@ -13,7 +13,7 @@ Browser → server, JSON text frames, each with an optional "rid" echoed in its 
     {"op": "send", "pane", "text"}                        refused (with the prompt) while blocked
     {"op": "view", "pane"} / {"op": "unview"}             open / close the terminal view
     {"op": "keys", "pane", "data"}                        typing in the view; refused while blocked
-    {"op": "resize", "pane", "cols", "rows"}              headless panes only
+    {"op": "resize", "pane", "cols", "rows"}              headless panes, and `run` panes up to their terminal's size
     {"op": "dismiss", "pane"}                             remove an exited pane's card
 """
 

@@ -27,12 +27,13 @@ def _full_main(args: list[str]) -> int:
     import argparse
 
     import panewatch
-    from panewatch.cli import agents, bench, capture, demo, detect, panes, run, serve, stats, tmux, wrong
+    from panewatch.cli import agents, bench, capture, demo, detect, hooks, panes, run, serve, stats, tmux, wrong
 
     parser = argparse.ArgumentParser(prog="panewatch", description="Is this agent waiting on me?")
     parser.add_argument("--version", action="version", version=f"panewatch {panewatch.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for group in (agents, bench, capture, demo, detect, panes, run, serve, stats, tmux, wrong):  # the order of `--help`
+    # the order of `--help`
+    for group in (agents, bench, capture, demo, detect, hooks, panes, run, serve, stats, tmux, wrong):
         group.register(sub)
     ns = parser.parse_args(args)
     if not getattr(ns, "func", None):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 from typing import Any
 
 
@@ -56,16 +57,38 @@ def register(sub: Any) -> None:
     q = benches.add_parser("agents", help="live latencies with the pinned real CLIs: dialog drawn -> blocked, answer")
     q.add_argument("--reps", type=int, default=3)
     q.add_argument("--no-hooks", dest="hooks", action="store_false", help="skip the runs with hooks")
-    q.set_defaults(func=_runner("panewatch.lab.bench.agents", "reps", "hooks"))
+    q.add_argument("--agent", dest="agents", action="append", metavar="AGENT",
+                   help="only this agent (repeatable; default: every agent with a capture profile)")
+    q.set_defaults(func=lambda ns: _bench_agents(ns))
     q = benches.add_parser("hook", help="wall time of the hook command (`panewatch pane report`) per call")
     q.add_argument("-n", type=int, default=100)
+    q.add_argument("--installed", action="store_true", help="the installed hook (`pane hook …`, `hooks install`): "
+                   "outside tmux, in an unwatched tmux server, in a watched pane")
     q.set_defaults(func=_hook_bench)
     p.set_defaults(func=lambda ns: (p.print_help(), 2)[1])
 
 
-def _hook_bench(ns: argparse.Namespace) -> int:
-    from panewatch.lab.bench.hook import run
+def _bench_agents(ns: argparse.Namespace) -> int:
+    from panewatch.lab.bench.agents import run
+    from panewatch.testing.capture import PROFILES
 
+    unknown = [a for a in ns.agents or () if a not in PROFILES]
+    if unknown:
+        print(f"panewatch bench agents: no capture profile for {', '.join(unknown)} (known: {', '.join(PROFILES)})",
+              file=sys.stderr)
+        return 2
+    print(run(ns.reps, tuple(ns.agents or PROFILES), ns.hooks))
+    return 0
+
+
+def _hook_bench(ns: argparse.Namespace) -> int:
+    from panewatch.lab.bench.hook import run, run_installed
+
+    if ns.installed:
+        for label, got in run_installed(ns.n).items():
+            print(f"installed hook, {label}: median {got['median_ms']:.1f} ms, p95 {got['p95_ms']:.1f} ms, "
+                  f"max {got['max_ms']:.1f} ms over {got['n']} calls; {got['delivered']} reports delivered")
+        return 0
     result = run(ns.n)
     print(f"hook command wall time over {result['n']} calls ({' '.join(map(str, result['argv']))}): "
           f"median {result['median_ms']:.1f} ms, p95 {result['p95_ms']:.1f} ms, max {result['max_ms']:.1f} ms; "

@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +51,13 @@ def register(subparsers: Any) -> None:
                                                             "(as `panewatch ls` shows it)")
     answer.set_defaults(func=cmd_answer)
 
-    attach = subparsers.add_parser("attach", help="this terminal becomes the pane until the detach key")
+    attach = subparsers.add_parser("attach", help="this terminal becomes the pane until the detach key "
+                                                  "(a tmux pane: tmux attaches to its window)")
     attach.add_argument("pane", metavar="ID")
     attach.add_argument("--detach-key", default="^\\", metavar="KEY",
                         help="the key that detaches: ^\\ (Ctrl-\\, the default) or ^] (Ctrl-])")
+    attach.add_argument("--stream", action="store_true",
+                        help="a tmux pane: stream it through panewatch (detach key) instead of attaching tmux")
     attach.set_defaults(func=cmd_attach)
 
     kill = subparsers.add_parser("kill", help="end a headless pane, or remove an exited pane from the board")
@@ -77,6 +81,20 @@ def prompt_lines(prompt: dict[str, Any] | None, indent: str = "    ") -> list[st
     return lines
 
 
+def host_lines(hosts: dict[str, dict[str, Any]], now: float | None = None) -> list[str]:
+    """One line per [[remote]] host whose link is not simply up (an up host's panes speak for it), so a dead
+    link is said once at the top rather than guessed from its panes' `unreachable`."""
+    now = time.time() if now is None else now
+    lines = []
+    for label, link in sorted(hosts.items()):
+        since = format_duration(max(0.0, now - float(link.get("since") or now)))
+        if link.get("link") == "down":
+            lines.append(f"host {label}: link down for {since}, retrying — {link.get('error') or 'no answer'}")
+        elif link.get("link") == "connecting":
+            lines.append(f"host {label}: connecting for {since}")
+    return lines
+
+
 def _short_path(path: str) -> str:
     home = str(Path.home())
     return "~" + path[len(home):] if path == home or path.startswith(home + os.sep) else path
@@ -84,7 +102,7 @@ def _short_path(path: str) -> str:
 
 def cmd_ls(ns: argparse.Namespace) -> int:
     try:
-        cards: list[Card] = asyncio.run(client.call("list"))["cards"]
+        listed: dict[str, Any] = asyncio.run(client.call("list"))
     except DaemonNotRunning as exc:
         from panewatch.board.tmux import agents_in_tmux
 
@@ -92,14 +110,18 @@ def cmd_ls(ns: argparse.Namespace) -> int:
             return _fail("ls", exc)
         # agents `new` started in tmux outlive the daemon: listing them starts one to watch them again
         try:
-            cards = asyncio.run(client.call("list", autostart=True))["cards"]
+            listed = asyncio.run(client.call("list", autostart=True))
         except RemoteError as again:
             return _fail("ls", again)
     except RemoteError as exc:
         return _fail("ls", exc)
+    cards: list[Card] = listed["cards"]
+    hosts: dict[str, dict[str, Any]] = listed.get("hosts") or {}
     if ns.json:
-        print(json.dumps({"panes": cards}, ensure_ascii=False))
+        print(json.dumps({"panes": cards, "hosts": hosts}, ensure_ascii=False))
         return 0
+    for line in host_lines(hosts):
+        print(line)
     if not cards:
         print("no panes (start one with `panewatch run -- CMD` or `panewatch new -- CMD`)")
         return 0
@@ -224,9 +246,34 @@ def cmd_attach(ns: argparse.Namespace) -> int:
         print(f"panewatch attach: --detach-key must be one of {', '.join(DETACH_KEYS)}", file=sys.stderr)
         return 2
     try:
+        if not ns.stream:
+            _attach_tmux(ns.pane)  # returns only when it is not a tmux pane
         return attach(ns.pane, key, ns.detach_key)
     except RemoteError as exc:
         return _fail("attach", exc)
+
+
+def _attach_tmux(pane: str) -> None:
+    """A tmux pane (local or remote): this process becomes the tmux client showing its window, in the user's
+    own tmux (switch-client) when they are inside the same server. Other panes: return."""
+    inside = os.environ.get("TMUX", "").split(",")[0] or None
+    try:
+        how = asyncio.run(client.call("attach_command", pane=pane, inside=inside))
+    except RemoteError as exc:
+        if exc.kind == "not_tmux":
+            return
+        raise
+    env = dict(os.environ)
+    if how["nested"]:
+        env.pop("TMUX", None)
+        print(f"panewatch attach: {how['target']} is on another tmux server than the one you are in: "
+              "attaching it nested (its prefix key is the inner one)", file=sys.stderr)
+    sys.stdout.flush()
+    argv = how["argv"]
+    try:
+        os.execvpe(argv[0], argv, env)
+    except OSError as exc:
+        raise RemoteError("exec", f"could not run {argv[0]}: {exc.strerror}") from None
 
 
 def cmd_kill(ns: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from panewatch.core.machine import StateChange
@@ -24,7 +25,7 @@ from panewatch.errors import HostUnreachableError, SshError, TmuxError
 from panewatch.runtime.live import ManifestWatcher
 from panewatch.runtime.remote import LinkChange, RemotePane, RemoteServer, RemoteWatcher
 from panewatch.runtime.settings import RemoteSettings, load_settings
-from panewatch.runtime.tmux_watch import TmuxPane
+from panewatch.runtime.tmux_watch import TmuxPane, skipped_message
 
 
 def remote_for(host: str, configured: tuple[RemoteSettings, ...]) -> RemoteSettings:
@@ -80,8 +81,12 @@ async def watch_hosts(hosts: list[str], as_json: bool) -> int:
     def on_link(change: LinkChange) -> None:
         emit(json.dumps(change.as_json(), ensure_ascii=False) if as_json else link_line(change))
 
+    def on_skipped(host: str) -> Callable[[str, list[str]], None]:
+        return lambda session, hooks: print(f"panewatch: {skipped_message(host, session, hooks)}", file=sys.stderr)
+
     watchers = [RemoteWatcher(RemoteServer.from_settings(remote_for(h, settings.remotes)), manifests,
-                              on_added=on_added, on_link=on_link) for h in dict.fromkeys(hosts)]
+                              on_added=on_added, on_link=on_link, attach_hooks=settings.tmux.attach_hooks,
+                              on_skipped=on_skipped(h)) for h in dict.fromkeys(hosts)]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

@@ -201,7 +201,8 @@ class _Runner:
         pump = InputPump(pane, self.terminal.is_tty)
         from panewatch.board.link import BoardLink  # the sessions board sees this pane; never in its way
 
-        link = BoardLink(pane, name=pane_id, command=shlex.join(self.argv))
+        link = BoardLink(pane, name=pane_id, command=shlex.join(self.argv),
+                         terminal_size=self.terminal.size if self.terminal.is_tty else None)
         link.start()
         links.append(link)
 

@@ -5,7 +5,8 @@
 
 Without -L/-S: the server of the tmux we run in ($TMUX), else the default socket. `--json`: one
 object per line: t, pane (tmux's id, `%3`), target (`session:window.pane`), agent, state, rule,
-source, detail, command.
+source, detail, command. Hooks installed with `panewatch hooks install` report here while no daemon
+takes them (runtime/tmux_hooks.py).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from typing import Any
 from panewatch.core.machine import StateChange
 from panewatch.errors import TmuxError
 from panewatch.runtime.live import ManifestWatcher
+from panewatch.runtime.settings import load_settings
 from panewatch.runtime.tmux import TmuxServer
-from panewatch.runtime.tmux_watch import TmuxPane, TmuxWatcher
+from panewatch.runtime.tmux_watch import TmuxPane, TmuxWatcher, skipped_message
 
 
 def register(subparsers: Any) -> None:
@@ -74,7 +76,13 @@ async def watch(server: TmuxServer, as_json: bool) -> int:
 
         pane.subscribe(printer)
 
-    watcher = TmuxWatcher(server, manifests, on_added=on_added)
+    def on_skipped(session: str, hooks: list[str]) -> None:
+        print(f"panewatch: {skipped_message(server.label, session, hooks)}", file=sys.stderr)
+
+    settings = load_settings()
+    # installed hooks' reports: ours unless the daemon (or another watcher of this server) takes them
+    watcher = TmuxWatcher(server, manifests, on_added=on_added, attach_hooks=settings.tmux.attach_hooks,
+                          on_skipped=on_skipped, hooks="share")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

@@ -6,6 +6,8 @@
 * `parse_layout`: a `%layout-change` layout → each pane's size, without asking tmux.
 * `parse_version`: `tmux -V` → (major, minor); `MIN_VERSION` is what panewatch needs (pause-after,
   client flags on attach).
+* `WATCH_HOOKS`, `tripping_hooks`: the user's tmux hooks that panewatch's own clients and commands
+  would run (`show-hooks` output → "name: command" each), so that watching never runs them.
 * `seed_bytes`: tmux's view of a pane (`capture-pane -p -e -N`, its cursor and title) → bytes that
   draw the same screen into a fresh Screen, so a pane already showing a dialog is judged at once.
 """
@@ -17,6 +19,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 MIN_VERSION = (3, 2)
+
+# What tmux runs hooks for while panewatch watches: its control clients attaching and leaving, and each command it
+# sends (`after-NAME`). tmux has no client flag to leave a client out of hooks: a user's hook there (say
+# `select-window`) would change the user's current window, layout or options because panewatch attached.
+WATCH_HOOKS = ("client-attached", "client-detached", "client-session-changed", "after-attach-session",
+               "after-refresh-client", "after-display-message", "after-capture-pane", "after-list-panes",
+               "after-list-sessions", "after-set-option")
+# A hook that reads one of these formats tells clients apart on purpose: `if -F '#{client_control_mode}' '' …`
+# (set when a client attaches and for its commands), or `#{hook_client}` (what a `client-detached` hook still
+# knows: a terminal client is named after its tty, `/dev/pts/N`; a control client `client-PID`).
+CONTROL_GUARDS = ("client_control_mode", "hook_client")
 
 _FIELDS = ("session_id", "window_id", "pane_id", "window_index", "pane_index", "pane_width", "pane_height",
            "cursor_x", "cursor_y", "cursor_flag", "alternate_on", "pane_in_mode", "pane_dead", "pane_pid",
@@ -106,3 +119,14 @@ def seed_bytes(info: PaneInfo, rows: Sequence[bytes]) -> bytes:
     if not info.cursor_visible:
         out += b"\x1b[?25l"
     return bytes(out)
+
+
+def tripping_hooks(lines: Sequence[str]) -> list[str]:
+    """`show-hooks` lines (`NAME[i] COMMAND`; a bare NAME is unset) → "NAME: COMMAND" for each hook in WATCH_HOOKS
+    that would run for panewatch's clients: every set one that does not tell clients apart (CONTROL_GUARDS)."""
+    found = []
+    for line in lines:
+        name, _, command = line.strip().partition(" ")
+        if command and name.split("[", 1)[0] in WATCH_HOOKS and not any(g in command for g in CONTROL_GUARDS):
+            found.append(f"{name.split('[', 1)[0]}: {command}")
+    return found

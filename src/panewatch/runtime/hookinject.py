@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from panewatch.core.hookevents import CLAUDE_HOOK_STATES, CLAUDE_TOOL_EVENTS, CODEX_HOOK_STATES, GEMINI_HOOK_STATES
+from panewatch.core.hooksettings import snake
 from panewatch.errors import HooksUnavailable
 from panewatch.runtime import paths
 
@@ -41,6 +42,7 @@ __all__ = [
     "HooksUnavailable",
     "claude_hook_settings",
     "codex_hook_overrides",
+    "codex_hooks",
     "codex_trust_hash",
     "gemini_hook_settings",
     "gemini_settings_dir",
@@ -66,10 +68,11 @@ def hook_launcher() -> list[str]:
     return [sys.executable, "-I", "-S", "-c", code]
 
 
-def _pane_command(panewatch_argv: list[str], event: str, state: str | None) -> str:
-    """The hook's shell command: `pane report STATE --event EVENT`, or `pane notify` (state None)."""
-    args = ["pane", "notify"] if state is None else ["pane", "report", state, "--event", event]
-    return shlex.join([*panewatch_argv, *args])
+def _pane_command(panewatch_argv: list[str], event: str, state: str | None, installed: bool = False) -> str:
+    """The hook's shell command: `pane report STATE --event EVENT`, or `pane notify` (state None);
+    `installed`: `pane hook …`, the hooks of the user's own settings (runtime/hooksinstall.py)."""
+    args = ["notify"] if state is None else ["report", state, "--event", event]
+    return shlex.join([*panewatch_argv, "pane", *(["hook"] if installed else []), *args])
 
 
 # -- Claude Code -------------------------------------------------------------------------------
@@ -80,14 +83,16 @@ CLAUDE_HOOKS: dict[str, tuple[str, ...]] = {
 }
 
 
-def claude_hook_settings(panewatch_argv: list[str]) -> dict[str, Any]:
-    """The `--settings` JSON object that adds panewatch's hooks to one Claude Code launch.
+def claude_hook_settings(panewatch_argv: list[str], *, installed: bool = False) -> dict[str, Any]:
+    """The `--settings` JSON object that adds panewatch's hooks to one Claude Code launch (`installed`:
+    the `pane hook` commands for the user's settings file).
 
     `panewatch_argv` runs panewatch: `hook_launcher()` (fastest), or e.g. the console script.
     """
     hooks: dict[str, list[dict[str, Any]]] = {}
     for event, state in CLAUDE_HOOK_STATES.items():
-        entry: dict[str, Any] = {"hooks": [{"type": "command", "command": _pane_command(panewatch_argv, event, state),
+        command = _pane_command(panewatch_argv, event, state, installed)
+        entry: dict[str, Any] = {"hooks": [{"type": "command", "command": command,
                                             "timeout": HOOK_TIMEOUT}]}
         if event in CLAUDE_TOOL_EVENTS:  # all tools
             entry = {"matcher": "*", **entry}
@@ -161,11 +166,7 @@ def _merge_hooks(theirs: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]
 _CODEX_SHORT_TIMEOUT = {"Interrupt": 3, "SessionEnd": 3}
 # The source path Codex gives hooks from `-c` overrides; part of every trust key.
 CODEX_SESSION_FLAGS = "/<session-flags>/config.toml"
-_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
-
-
-def _snake(event: str) -> str:
-    return _CAMEL.sub("_", event).lower()
+_snake = snake  # Codex's event names in trust keys (core/hooksettings.py)
 
 
 def codex_trust_hash(event: str, command: str, timeout: int) -> str:
@@ -196,13 +197,17 @@ def _toml_key(key: str) -> str:
     return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key, ensure_ascii=False)
 
 
+def codex_hooks(panewatch_argv: list[str], *, installed: bool = False) -> list[tuple[str, str, int]]:
+    """(event, command, timeout) of each Codex hook panewatch adds (`installed`: for config.toml)."""
+    return [(event, _pane_command(panewatch_argv, event, state, installed),
+             _CODEX_SHORT_TIMEOUT.get(event, HOOK_TIMEOUT)) for event, state in CODEX_HOOK_STATES.items()]
+
+
 def codex_hook_overrides(panewatch_argv: list[str]) -> list[str]:
     """The `-c` arguments that add panewatch's hooks, and their trust, to one Codex launch."""
     args: list[str] = []
     trust: dict[str, dict[str, str]] = {}
-    for event, state in CODEX_HOOK_STATES.items():
-        command = _pane_command(panewatch_argv, event, state)
-        timeout = _CODEX_SHORT_TIMEOUT.get(event, HOOK_TIMEOUT)
+    for event, command, timeout in codex_hooks(panewatch_argv):
         args += ["-c", f"hooks.{event}=" + _toml([{"hooks": [{"type": "command", "command": command,
                                                                "timeout": timeout}]}])]
         trust[f"{CODEX_SESSION_FLAGS}:{_snake(event)}:0:0"] = {"trusted_hash": codex_trust_hash(event, command,
@@ -235,10 +240,10 @@ ENV_GEMINI_DEFAULTS = "GEMINI_CLI_SYSTEM_DEFAULTS_PATH"
 _GEMINI_TIMEOUT_MS = HOOK_TIMEOUT * 1000  # Gemini's hook timeouts are in milliseconds
 
 
-def gemini_hook_settings(panewatch_argv: list[str]) -> dict[str, Any]:
+def gemini_hook_settings(panewatch_argv: list[str], *, installed: bool = False) -> dict[str, Any]:
     """The settings object with panewatch's Gemini CLI hooks (no matcher: every tool)."""
     hooks = {event: [{"hooks": [{"type": "command", "name": f"panewatch {event}",
-                                 "command": _pane_command(panewatch_argv, event, state),
+                                 "command": _pane_command(panewatch_argv, event, state, installed),
                                  "timeout": _GEMINI_TIMEOUT_MS}]}]
              for event, state in GEMINI_HOOK_STATES.items()}
     # "Executing hook" indicators would redraw the screen after each report (which ends its freshness);

@@ -6,6 +6,12 @@ sends one JSON line to `ReportServer`. The server checks the pane id and its sec
 stray or forged report cannot move another pane, and turns good lines into `combine.Report`s.
 Anything wrong is counted in `ReportServer.rejected` by reason and dropped; nothing raises.
 
+The hooks `panewatch hooks install` puts in the user's settings (runtime/hooksinstall.py) report a
+tmux pane the user started by hand: by `$TMUX` (the server's socket) and `$TMUX_PANE`, with the
+per-user secret of `UserSecret` instead of a pane token. The same server takes them when it is given
+`tmux=` (who resolves a tmux pane to one of its panes) and `secret=`: runtime/tmux_watch.py makes one
+per watched tmux server, at `hooks-CRC.sock` (paneclient.tmux_socket_name).
+
 Which hook events of each agent are used and what each reports: core/hookevents.py (one table,
 also read by the hook client and by replays of recorded hooks); how each agent's launch takes
 them: runtime/hookinject.py.
@@ -43,7 +49,7 @@ from panewatch.runtime.hookinject import (
     inject_gemini_hooks,
     remove_quietly,
 )
-from panewatch.runtime.paneclient import ENV_PANE_ID, ENV_SOCKET, ENV_TOKEN, MAX_MESSAGE
+from panewatch.runtime.paneclient import ENV_PANE_ID, ENV_SOCKET, ENV_TOKEN, MAX_MESSAGE, SECRET_FILE, read_secret
 
 __all__ = [
     "CLAUDE_HOOKS",
@@ -55,6 +61,7 @@ __all__ = [
     "HooksUnavailable",
     "PaneHooks",
     "ReportServer",
+    "UserSecret",
     "claude_hook_settings",
     "hook_launcher",
     "inject_claude_hooks",
@@ -62,26 +69,76 @@ __all__ = [
     "remove_stale_sockets",
 ]
 
-REJECT_REASONS = ("bad_token", "unknown_pane", "bad_json", "too_large", "bad_state", "timeout")
+REJECT_REASONS = ("bad_token", "unknown_pane", "bad_json", "too_large", "bad_state", "timeout", "bad_secret")
 READ_TIMEOUT = 2.0  # a client that connects and says nothing is dropped after this
 
 OnReport = Callable[[str, Report], None]
+TmuxResolver = Callable[[str, str], str | None]  # (tmux socket path, tmux pane id) -> our pane id, or None
 _SOCKET_NAME = re.compile(r"reports-(\d{1,10})-[0-9a-f]+\.sock")  # `reports-{pid}-{hex}.sock`, see ReportServer
+
+
+class UserSecret:
+    """The per-user secret installed hooks carry: SECRET_FILE (0600) in the private runtime dir, made on
+    first need (by a watcher that takes installed hooks' reports, or by `hooks install`) and read again
+    when a report does not match (a runtime dir emptied at logout gets a new one)."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory or paths.runtime_dir()
+        self._value = self.ensure()
+
+    @property
+    def path(self) -> Path:
+        return self.directory / SECRET_FILE
+
+    def ensure(self) -> bytes:
+        """The secret, made if missing: written aside and linked into place, so two makers agree."""
+        if (value := read_secret(str(self.directory))) is not None:
+            return value.encode()
+        temp = self.directory / f".{SECRET_FILE}.{os.getpid()}.{secrets.token_hex(3)}"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, secrets.token_hex(32).encode() + b"\n")
+        finally:
+            os.close(fd)
+        try:
+            with contextlib.suppress(FileExistsError):  # another maker was first: theirs is the secret
+                os.link(temp, self.path)
+        finally:
+            temp.unlink()
+        value = read_secret(str(self.directory))
+        if value is None:
+            raise PermissionError(f"{self.path} is not a private file of this user")
+        return value.encode()
+
+    def matches(self, token: str) -> bool:
+        given = token.encode("utf-8", "replace")
+        if hmac.compare_digest(self._value, given):
+            return True
+        fresh = read_secret(str(self.directory))
+        if fresh is None or fresh.encode() == self._value:
+            return False
+        self._value = fresh.encode()
+        return hmac.compare_digest(self._value, given)
 
 
 class ReportServer:
     """Receives hook reports on a unix socket (mode 0600) in the private runtime dir.
 
     `clock` stamps each Report's `t`; it must be the live loop's clock (combine compares it with
-    the time the screen last changed).
+    the time the screen last changed). With `tmux` and `secret` it also takes installed hooks'
+    reports (`{"tmux", "tmux_pane", "token": the user secret, …}`): `tmux` names the pane they are for.
     """
 
     def __init__(self, on_report: OnReport, *, path: Path | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, tmux: TmuxResolver | None = None,
+                 secret: UserSecret | None = None) -> None:
         self.on_report = on_report
         self._path = path or paths.runtime_dir() / f"reports-{os.getpid()}-{secrets.token_hex(3)}.sock"
         self._clock = clock
         self._tokens: dict[str, bytes] = {}
+        self._tmux = tmux
+        self._secret = secret
+        self._inode: int | None = None  # of the socket file we bound: close() removes only that one
         self._server: asyncio.AbstractServer | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self.accepted = 0
@@ -93,27 +150,46 @@ class ReportServer:
         return self._path
 
     async def start(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self._path.unlink()
+        """Listen at `path`, replacing whatever socket is there: bound aside, then renamed into place, so
+        the path always answers (a listener it replaces keeps running but gets nothing more)."""
+        temp = self._path.with_name(f".{os.getpid()}{secrets.token_hex(2)}")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            sock.bind(str(self._path))
+            sock.bind(str(temp))
             # Before listen(): nobody can connect while the file still has the umask's mode.
-            os.chmod(self._path, 0o600)
+            os.chmod(temp, 0o600)
             self._server = await asyncio.start_unix_server(self._handle, sock=sock, limit=MAX_MESSAGE + 1)
+            os.rename(temp, self._path)
+            self._inode = os.stat(self._path).st_ino
         except BaseException:
             sock.close()
+            with contextlib.suppress(OSError):
+                temp.unlink()
             raise
 
+    @property
+    def listening(self) -> bool:
+        return self._server is not None
+
+    def owns_path(self) -> bool:
+        """Whether `path` is still our socket (another process may have taken it over since)."""
+        try:
+            return self._inode is not None and os.stat(self._path).st_ino == self._inode
+        except OSError:
+            return False
+
     async def close(self) -> None:
+        owned = self.owns_path()
         if self._server is not None:
             self._server.close()
             for writer in list(self._writers):
                 writer.close()
             await self._server.wait_closed()
             self._server = None
-        with contextlib.suppress(FileNotFoundError):
-            self._path.unlink()
+        if owned:  # never another listener's socket that replaced ours
+            with contextlib.suppress(FileNotFoundError):
+                self._path.unlink()
+        self._inode = None
 
     def register(self, pane_id: str) -> str:
         """Allow reports for `pane_id`; returns its fresh secret token (replacing any older one)."""
@@ -162,15 +238,11 @@ class ReportServer:
             msg = json.loads(data)
         except ValueError:
             msg = None
-        if not isinstance(msg, dict) or not isinstance(msg.get("pane"), str) or not isinstance(msg.get("token"), str):
+        if not isinstance(msg, dict) or not isinstance(msg.get("token"), str):
             self.rejected["bad_json"] += 1
             return
-        expected = self._tokens.get(msg["pane"])
-        if expected is None:
-            self.rejected["unknown_pane"] += 1
-            return
-        if not hmac.compare_digest(expected, msg["token"].encode("utf-8", "replace")):
-            self.rejected["bad_token"] += 1
+        pane = self._installed_pane(msg) if "tmux_pane" in msg else self._launched_pane(msg)
+        if pane is None:
             return
         state = report_state(msg.get("state"))
         if state is None:
@@ -179,9 +251,38 @@ class ReportServer:
         self.accepted += 1
         report = Report(state, self._clock(), "hook", hook_detail(msg.get("event"), msg.get("payload")))
         try:
-            self.on_report(msg["pane"], report)
+            self.on_report(pane, report)
         except Exception:  # the runtime's bug must not take the socket down
             self.callback_errors += 1
+
+    def _launched_pane(self, msg: dict[str, Any]) -> str | None:
+        """A per-launch hook's pane, if its token is that pane's."""
+        if not isinstance(msg.get("pane"), str):
+            self.rejected["bad_json"] += 1
+            return None
+        expected = self._tokens.get(msg["pane"])
+        if expected is None:
+            self.rejected["unknown_pane"] += 1
+            return None
+        if not hmac.compare_digest(expected, msg["token"].encode("utf-8", "replace")):
+            self.rejected["bad_token"] += 1
+            return None
+        pane: str = msg["pane"]
+        return pane
+
+    def _installed_pane(self, msg: dict[str, Any]) -> str | None:
+        """An installed hook's pane: the secret first (a forged report learns nothing), then the tmux pane."""
+        tmux, tmux_pane = msg.get("tmux"), msg.get("tmux_pane")
+        if not isinstance(tmux, str) or not isinstance(tmux_pane, str):
+            self.rejected["bad_json"] += 1
+            return None
+        if self._secret is None or self._tmux is None or not self._secret.matches(msg["token"]):
+            self.rejected["bad_secret"] += 1
+            return None
+        pane = self._tmux(tmux, tmux_pane)
+        if pane is None:
+            self.rejected["unknown_pane"] += 1
+        return pane
 
 
 def remove_stale_sockets(directory: Path | None = None) -> list[Path]:

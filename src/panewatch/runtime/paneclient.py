@@ -1,4 +1,5 @@
-"""The hook side: `panewatch pane report STATE [--event NAME]` and `panewatch pane notify`.
+"""The hook side: `panewatch pane report STATE [--event NAME]` and `panewatch pane notify`; with `hook`
+in front (`panewatch pane hook report …`), the hooks `panewatch hooks install` puts in the user's settings.
 
 Runs inside agent hooks (Claude Code waits for PreToolUse hooks before it runs the tool), so it
 must never fail and never slow the agent down:
@@ -13,6 +14,14 @@ must never fail and never slow the agent down:
 
 Wire format: one JSON line per connection,
 `{"pane": ..., "token": ..., "event": ..., "state": ..., "payload": {...}}`, at most MAX_MESSAGE bytes.
+
+Installed hooks (`pane hook …`, agents started by hand in tmux) name their pane by tmux's own
+environment instead: `{"tmux": SOCKET_PATH, "tmux_pane": "%3", "token": USER_SECRET, …}`, sent to
+`hooks-CRC.sock` in the private runtime dir (CRC: `tmux_socket_name` of the server's socket path), where
+whoever watches that tmux server listens (runtime/tmux_watch.py). The token is the per-user secret
+in SECRET_FILE there (0600). In a pane panewatch launched (PANEWATCH_PANE_ID/TOKEN set) they do
+nothing: the per-launch hooks report that pane. Not in tmux, no runtime dir, no listener (nobody
+watches that server), no secret: nothing, without even reading the hook's stdin.
 """
 
 from __future__ import annotations
@@ -20,12 +29,16 @@ from __future__ import annotations
 import _socket  # the C module: `socket` drags in enum and selectors, ~4 ms at every hook call
 import os
 import sys
+import zlib
 
 from panewatch.core.hookevents import NOTIFICATION_STATES  # plain data, no costly imports
 
 ENV_PANE_ID = "PANEWATCH_PANE_ID"
 ENV_TOKEN = "PANEWATCH_TOKEN"
 ENV_SOCKET = "PANEWATCH_SOCKET"
+
+ENV_RUNTIME_DIR = "PANEWATCH_RUNTIME_DIR"
+SECRET_FILE = "hooks.secret"
 
 MAX_MESSAGE = 64 * 1024
 SOCKET_TIMEOUT = 0.5
@@ -36,30 +49,119 @@ STDIN_LIMIT = 1024 * 1024  # Edit/Write payloads carry whole files; read (to dra
 _PAYLOAD_KEYS = ("hook_event_name", "tool_name", "notification_type", "message", "reason", "error")
 _FIELD_LIMIT = 300
 
-_USAGE = "usage: panewatch pane report STATE [--event NAME] | panewatch pane notify"
+_USAGE = "usage: panewatch pane [hook] report STATE [--event NAME] | panewatch pane [hook] notify"
 
 
 def main(argv: list[str]) -> int:
-    try:  # noqa: SIM105 - contextlib would be one more import on the hook's path
-        _run(argv)
+    try:  # (not contextlib.suppress: one more import on the hook's path)
+        if argv[:1] == ["hook"]:
+            _installed(argv[1:])
+        else:
+            _run(argv)
     except BaseException:  # a hook must never fail, whatever happened (even Ctrl-C, SystemExit)
         pass
     return 0
 
 
 def _run(argv: list[str]) -> None:
+    pane, token, path = (os.environ.get(k, "") for k in (ENV_PANE_ID, ENV_TOKEN, ENV_SOCKET))
+    if not (pane and token and path):
+        if argv[:1] not in (["report"], ["notify"]) and sys.stderr.isatty():  # a person typed it
+            print(_USAGE, file=sys.stderr)
+        return
+    message = _message(argv)
+    if message is None:
+        return
+    message = {"pane": pane, "token": token, **message}
+    data = _dumps(message) + b"\n"
+    if len(data) > MAX_MESSAGE:
+        return
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(SOCKET_TIMEOUT)
+        sock.connect(path)
+        sock.sendall(data)
+    finally:
+        sock.close()
+
+
+def _message(argv: list[str]) -> dict[str, str | dict[str, str]] | None:
+    """The report the hook's arguments and stdin make: event, state, payload; None: nothing to say."""
     command = argv[0] if argv else ""
     if command == "report" and len(argv) >= 2:
         state, event = argv[1], _option(argv[2:], "--event")
         payload = _hook_input()
-        _send(event or str(payload.get("hook_event_name", "")), state, payload)
-    elif command == "notify":
+        return {"event": (event or str(payload.get("hook_event_name", "")))[:64], "state": state, "payload": payload}
+    if command == "notify":
         payload = _hook_input()
         notification_state = NOTIFICATION_STATES.get(str(payload.get("notification_type", "")))
         if notification_state is not None:
-            _send("Notification", notification_state, payload)
+            return {"event": "Notification", "state": notification_state, "payload": payload}
     elif sys.stderr.isatty():  # a person typed it; a hook's stderr stays clean
         print(_USAGE, file=sys.stderr)
+    return None
+
+
+def runtime_dir() -> str | None:
+    """runtime/paths.py `runtime_dir()` without creating it (pathlib costs a hook ~10 ms): None when it
+    does not exist or is not private to us (then nobody of ours listens there)."""
+    env = os.environ
+    path = env.get(ENV_RUNTIME_DIR) or (env["XDG_RUNTIME_DIR"] + "/panewatch" if env.get("XDG_RUNTIME_DIR")
+                                        else f"/tmp/panewatch-{os.getuid()}")
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return path if st.st_uid == os.getuid() and not st.st_mode & 0o077 else None
+
+
+def tmux_socket_name(tmux_socket: str) -> str:
+    """The report socket's name for the tmux server on `tmux_socket` (its path, as in `$TMUX`)."""
+    return f"hooks-{zlib.crc32(tmux_socket.encode('utf-8', 'surrogateescape')):08x}.sock"
+
+
+def read_secret(directory: str) -> str | None:
+    """The per-user secret, if it is there, ours and private; else None."""
+    try:
+        fd = os.open(directory + "/" + SECRET_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.getuid() or st.st_mode & 0o077:
+            return None
+        secret = os.read(fd, 256).decode("ascii", "replace").strip()
+    finally:
+        os.close(fd)
+    return secret or None
+
+
+def _installed(argv: list[str]) -> None:
+    """An installed hook: report the tmux pane it runs in, if someone watches that server."""
+    env = os.environ
+    if env.get(ENV_PANE_ID) and env.get(ENV_TOKEN):
+        return  # a pane panewatch launched: its per-launch hooks report it (no double report)
+    pane, tmux_socket = env.get("TMUX_PANE", ""), env.get("TMUX", "").split(",")[0]
+    if not (pane and tmux_socket) or (directory := runtime_dir()) is None:
+        return
+    secret = read_secret(directory)
+    if secret is None:
+        return
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(SOCKET_TIMEOUT)
+        try:  # first: nobody watching this server means no socket, and we are done at once
+            sock.connect(directory + "/" + tmux_socket_name(tmux_socket))
+        except OSError:
+            return
+        message = _message(argv)
+        if message is None:
+            return
+        data = _dumps({"tmux": tmux_socket, "tmux_pane": pane, "token": secret, **message}) + b"\n"
+        if len(data) <= MAX_MESSAGE:
+            sock.sendall(data)
+    finally:
+        sock.close()
 
 
 def _option(args: list[str], name: str) -> str:
@@ -93,22 +195,6 @@ def _hook_input() -> dict[str, str]:
     if not isinstance(doc, dict):
         return {}
     return {k: v[:_FIELD_LIMIT] for k in _PAYLOAD_KEYS if isinstance(v := doc.get(k), str)}
-
-
-def _send(event: str, state: str, payload: dict[str, str]) -> None:
-    pane, token, path = (os.environ.get(k, "") for k in (ENV_PANE_ID, ENV_TOKEN, ENV_SOCKET))
-    if not (pane and token and path):
-        return
-    data = _dumps({"pane": pane, "token": token, "event": event[:64], "state": state, "payload": payload}) + b"\n"
-    if len(data) > MAX_MESSAGE:
-        return
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    try:
-        sock.settimeout(SOCKET_TIMEOUT)
-        sock.connect(path)
-        sock.sendall(data)
-    finally:
-        sock.close()
 
 
 # `import json` costs ~10 ms per hook call, almost all of it `re`, which only its pure-Python

@@ -71,6 +71,11 @@ class RemoteServer(TmuxServer):
     def argv(self, *args: str) -> list[str]:
         return ssh_argv(self.host, self.remote(*args), self.ssh)
 
+    def attach_argv(self, pane_id: str, inside: str | None) -> tuple[list[str], bool]:
+        """The user's terminal attached to the host's tmux at that pane, over the shared connection (a tmux
+        inside ssh is not nested as far as the local one is concerned: `$TMUX` does not cross ssh)."""
+        return ssh_argv(self.host, self.remote("attach-session", "-t", pane_id), self.ssh, terminal=True), False
+
     async def run(self, *args: str, timeout: float = COMMAND_TIMEOUT) -> list[str]:
         """A one-off tmux command on the host. SshError when ssh failed; TmuxError when tmux did."""
         proc = await asyncio.create_subprocess_exec(*self.argv(*args), stdin=asyncio.subprocess.DEVNULL,
@@ -201,8 +206,10 @@ class RemoteWatcher(TmuxWatcher):
                  on_added: Callable[[TmuxPane], None] | None = None,
                  on_removed: Callable[[TmuxPane], None] | None = None,
                  on_link: Callable[[LinkChange], None] | None = None,
-                 wall: Callable[[], float] | None = None, backoff: tuple[float, ...] = BACKOFF) -> None:
-        super().__init__(server, manifests, policy=policy, on_added=on_added, on_removed=on_removed, wall=wall)
+                 wall: Callable[[], float] | None = None, backoff: tuple[float, ...] = BACKOFF,
+                 attach_hooks: str = "skip", on_skipped: Callable[[str, list[str]], None] | None = None) -> None:
+        super().__init__(server, manifests, policy=policy, on_added=on_added, on_removed=on_removed, wall=wall,
+                         attach_hooks=attach_hooks, on_skipped=on_skipped)
         self.remote = server
         self.host = server.label
         self.on_link = on_link

@@ -12,6 +12,8 @@
     [tmux]
     watch = "auto"                       # the daemon watches every tmux server of the user ("off": none)
     new = "auto"                         # `panewatch new` opens a window in tmux when installed ("off": headless)
+    attach_hooks = "skip"                # a session whose tmux hooks would run for panewatch's client is not
+                                         # watched (said once); "run": attach anyway
     [board]
     port = 0                             # the board's loopback TCP port; 0: any free port
                                          # (`serve --port N` and $PANEWATCH_BOARD_PORT override it)
@@ -62,6 +64,7 @@ class AgentsSettings:
 class TmuxSettings:
     watch: str = "auto"  # "auto": the daemon watches every tmux server of the user; "off": none
     new: str = "auto"  # "auto": `panewatch new` opens a window in tmux when tmux is installed; "off": headless
+    attach_hooks: str = "skip"  # "skip": not watched where the user's hooks would run for our client; "run"
 
 
 @dataclass(frozen=True)
@@ -133,14 +136,16 @@ def _tmux(table: Any, path: Path, problems: list[str]) -> TmuxSettings:
     if not isinstance(table, dict):
         problems.append(f"{path}: tmux: must be a table ([tmux])")
         return TmuxSettings()
-    for key in sorted(set(table) - {"watch", "new"}):
-        problems.append(f"{path}: tmux.{key}: unknown key (known: watch, new)")
+    choices = {"watch": ("auto", "off"), "new": ("auto", "off"), "attach_hooks": ("skip", "run")}
+    for key in sorted(set(table) - set(choices)):
+        problems.append(f"{path}: tmux.{key}: unknown key (known: {', '.join(choices)})")
     values: dict[str, str] = {}
-    for key in ("watch", "new"):
-        value = table.get(key, "auto")
-        if value not in ("auto", "off"):
-            problems.append(f"{path}: tmux.{key}: must be \"auto\" or \"off\", got {value!r}; using \"auto\"")
-            value = "auto"
+    for key, allowed in choices.items():
+        value = table.get(key, allowed[0])
+        if value not in allowed:
+            problems.append(f"{path}: tmux.{key}: must be \"{allowed[0]}\" or \"{allowed[1]}\", got {value!r}; "
+                            f"using \"{allowed[0]}\"")
+            value = allowed[0]
         values[key] = value
     return TmuxSettings(**values)
 

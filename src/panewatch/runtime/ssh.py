@@ -97,9 +97,10 @@ def control_path(host: str) -> str:
     return f"{control_dir()}/{hashlib.sha256(host.encode()).hexdigest()[:_TAG]}-%C"
 
 
-def ssh_options(options: SshOptions, host: str) -> list[str]:
-    """The options part of the command line for `host` (everything before `-- HOST`)."""
-    argv = [options.binary, "-T",
+def ssh_options(options: SshOptions, host: str, *, terminal: bool = False) -> list[str]:
+    """The options part of the command line for `host` (everything before `-- HOST`); `terminal`: the
+    remote command gets a tty (the user's own terminal attached to it), else none."""
+    argv = [options.binary, "-t" if terminal else "-T",
             "-o", "BatchMode=yes",
             "-o", f"ConnectTimeout={options.connect_timeout}",
             "-o", f"ServerAliveInterval={options.alive_interval}",
@@ -113,9 +114,10 @@ def ssh_options(options: SshOptions, host: str) -> list[str]:
     return argv
 
 
-def ssh_argv(host: str, remote: Sequence[str], options: SshOptions | None = None) -> list[str]:
+def ssh_argv(host: str, remote: Sequence[str], options: SshOptions | None = None, *,
+             terminal: bool = False) -> list[str]:
     """ssh to `host` running `remote` there (quoted for the remote shell, which parses what ssh sends)."""
-    return [*ssh_options(options or SshOptions(), host), "--", host, shlex.join(remote)]
+    return [*ssh_options(options or SshOptions(), host, terminal=terminal), "--", host, shlex.join(remote)]
 
 
 def classify(host: str, code: int | None, stderr: str) -> SshError:

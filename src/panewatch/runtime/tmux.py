@@ -73,6 +73,18 @@ class TmuxServer:
     def argv(self, *args: str) -> list[str]:
         return [tmux_binary(), *self.args(), *args]
 
+    def socket_file(self, env: Mapping[str, str] | None = None) -> Path:
+        """The server's socket on disk (the default one and `-L NAME` live in `socket_dir()`)."""
+        return Path(self.socket_path) if self.socket_path else socket_dir(env) / (self.socket_name or "default")
+
+    def attach_argv(self, pane_id: str, inside: str | None) -> tuple[list[str], bool]:
+        """The command that shows pane `pane_id` (its window, the pane active) in the user's terminal, and
+        whether it nests tmux. `inside`: the socket of the tmux the user is in (`$TMUX`), if any: the same
+        server switches that client over; another one can only be attached nested (`$TMUX` unset)."""
+        if inside and _same_file(inside, self.socket_file()):
+            return self.argv("switch-client", "-t", pane_id), False
+        return self.argv("attach-session", "-t", pane_id), bool(inside)
+
     async def run(self, *args: str, timeout: float = COMMAND_TIMEOUT) -> list[str]:
         """A one-off command (for when no control client is attached): its stdout lines; TmuxError if it failed."""
         proc = await asyncio.create_subprocess_exec(*self.argv(*args), stdin=subprocess.DEVNULL,
@@ -106,6 +118,13 @@ def check_version() -> tuple[int, int] | None:
     if version is not None and version < MIN_VERSION:
         raise TmuxVersionError(text, ".".join(map(str, MIN_VERSION)))
     return version
+
+
+def _same_file(a: str | Path, b: str | Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
 
 
 def socket_dir(env: Mapping[str, str] | None = None) -> Path:

@@ -19,6 +19,15 @@ A pane that closes, or whose server exits, is published `exited` (never left on 
 leaves `panes`. Output that arrives for a pane before its seed is dropped: the seed already shows it
 (tmux writes a command's reply after the output it read before running it). A pane tmux paused for
 us (`%pause`) is re-seeded from its screen and continued.
+
+tmux runs the user's hooks for our clients and commands too (core/tmux_formats.py WATCH_HOOKS): before it
+attaches, the watcher reads the server's and the session's hooks, and with `attach_hooks="skip"` (the
+default; `[tmux] attach_hooks`) it does not watch what a hook there could change (the whole server for a
+global hook), says so once through `on_skipped`, and looks again every HOOKS_RECHECK seconds.
+
+With `hooks=` ("take": the daemon; "share": a foreground `panewatch tmux`) the watcher also takes the
+reports of the hooks `panewatch hooks install` put in the user's agent settings, for its panes
+(runtime/tmux_hooks.py says who listens when both run).
 """
 
 from __future__ import annotations
@@ -31,12 +40,21 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+from panewatch.core.combine import Report
 from panewatch.core.policy import PolicyConfig
-from panewatch.core.tmux_formats import PANE_FORMAT, PaneInfo, parse_layout, parse_pane, seed_bytes
+from panewatch.core.tmux_formats import (
+    PANE_FORMAT,
+    PaneInfo,
+    parse_layout,
+    parse_pane,
+    seed_bytes,
+    tripping_hooks,
+)
 from panewatch.core.tmux_protocol import Event, Notification, Output, Reply, command, routes, send_keys
 from panewatch.errors import PaneInModeError, TmuxError
 from panewatch.runtime.driver import Manifests, PaneDriver
 from panewatch.runtime.tmux import ControlClient, TmuxServer, check_version
+from panewatch.runtime.tmux_hooks import HookMode, TmuxReports
 
 log = logging.getLogger("panewatch.runtime.tmux")
 
@@ -60,6 +78,7 @@ SUBSCRIPTION = "panewatch-cmd"
 # than 16 (63 clients) and 32, and 250 (4 clients) slower again. A flooding pane is paused by tmux
 # after PAUSE_AFTER whatever its client; until then it only takes its share of its client's rounds.
 PANES_PER_CLIENT = 64
+HOOKS_RECHECK = 30.0  # seconds: a user who guarded their hooks sees their panes watched within this
 ROUTES_PER_COMMAND = 64
 
 
@@ -244,8 +263,14 @@ class TmuxWatcher:
     def __init__(self, server: TmuxServer, manifests: Manifests, *, policy: PolicyConfig | None = None,
                  on_added: Callable[[TmuxPane], None] | None = None,
                  on_removed: Callable[[TmuxPane], None] | None = None,
-                 wall: Callable[[], float] | None = None) -> None:
+                 wall: Callable[[], float] | None = None, hooks: HookMode | None = None,
+                 attach_hooks: str = "skip", on_skipped: Callable[[str, list[str]], None] | None = None) -> None:
         self.server = server
+        self.attach_hooks = attach_hooks  # "skip": never attach where the user's hooks would run; "run": attach
+        self.on_skipped = on_skipped  # (session name or "" = every session, hooks): not watched. Else a log line
+        self.skipped: dict[str, list[str]] = {}
+        self._hooks_seen: dict[str, tuple[float, list[str]]] = {}
+        self._names: dict[str, str] = {}  # session id -> name, for what we say about a session
         self.manifests = manifests
         self.policy = policy
         self.wall = wall or time.time
@@ -263,12 +288,21 @@ class TmuxWatcher:
         self._fg_polled = 0.0
         self._resync_lock = asyncio.Lock()
         self.subscribers: dict[str, ControlClient] = {}  # by session id: the client holding its subscription
+        self.hooks = TmuxReports(server, hooks, self._report_sink, time.monotonic) if hooks is not None else None
+        self._hooks_task: asyncio.Task[None] | None = None
+
+    def _report_sink(self, pane_id: str) -> Callable[[Report], None] | None:
+        """Where an installed hook's report for tmux pane `pane_id` goes: the pane's driver, once it runs."""
+        pane = self.panes.get(pane_id)
+        return pane.report if pane is not None and pane.seeded and not pane.exited else None
 
     async def start(self) -> None:
         """Check the version (TmuxVersionError if too old), then discover and attach."""
         check_version()
         self._loop = asyncio.get_running_loop()
         await self.resync()
+        if self.hooks is not None and self.server_alive:
+            await self.hooks.check()
         self._fg_polled = self._loop.time()
         self._timer = self._loop.call_later(SERVER_POLL, self._on_timer)
 
@@ -280,6 +314,12 @@ class TmuxWatcher:
             self._resync_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._resync_task
+        if self._hooks_task is not None:
+            self._hooks_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._hooks_task
+        if self.hooks is not None:
+            await self.hooks.close()
         await asyncio.gather(*(client.close() for client in self._all_clients()))
         self.clients.clear()
         self.subscribers.clear()
@@ -298,6 +338,8 @@ class TmuxWatcher:
                     log.exception("tmux pane %s: foreground poll failed", pane.pane_id)
         if not self.clients:  # nothing attached tells us about new sessions: ask
             self.schedule_resync(0.0)
+        if self.hooks is not None and self.server_alive and (self._hooks_task is None or self._hooks_task.done()):
+            self._hooks_task = self._loop.create_task(self.hooks.check())  # who listens (runtime/tmux_hooks.py)
         self._timer = self._loop.call_later(SERVER_POLL, self._on_timer)
 
     # -- the pane list -----------------------------------------------------------------------------
@@ -346,6 +388,8 @@ class TmuxWatcher:
 
     async def _resync(self) -> None:
         self.resyncs += 1
+        if not self._all_clients() and await self._tripping(""):  # even a list-panes would run a hook
+            return
         lines = await self._list_panes()
         if self._closing:
             return
@@ -360,9 +404,16 @@ class TmuxWatcher:
             if info is not None and info.pane_id not in listed:  # a linked window lists its panes per session
                 listed[info.pane_id] = info
         per_session = Counter(i.session_id for i in listed.values())
+        self._names.update((i.session_id, i.session_name) for i in listed.values())
         # Every missing client of every session at once: one after another, each attach waits on tmux
         # (a process to start, then its name), and at 1000 panes that was most of a 30 s start-up.
-        attaches = [self._attach(session) for session, count in sorted(per_session.items())
+        fresh = [session for session in sorted(per_session) if not self._live(session)]
+        if fresh and await self._tripping(""):
+            guarded = set(fresh)  # the server's own hooks would run for any client of ours
+        else:
+            hooks = await asyncio.gather(*(self._tripping(session) for session in fresh))
+            guarded = {session for session, found in zip(fresh, hooks, strict=True) if found}
+        attaches = [self._attach(session) for session, count in sorted(per_session.items()) if session not in guarded
                     for _ in range(clients_for(count) - len(self._live(session)))]
         if attaches:
             await asyncio.gather(*attaches)
@@ -391,6 +442,31 @@ class TmuxWatcher:
         self._route(added)  # a new pane starts on in every client: the others turn it off
         for pane_id in [p for p in self.panes if p not in listed]:
             self._remove(self.panes[pane_id], "the tmux pane was closed")
+
+    async def _tripping(self, session: str) -> list[str]:
+        """The user's hooks that watching `session` ("": the server's global ones) would run; [] with
+        attach_hooks="run". Asked at most every HOOKS_RECHECK seconds per scope."""
+        if self.attach_hooks == "run" or self._loop is None:
+            return []
+        now = self._loop.time()
+        seen = self._hooks_seen.get(session)
+        if seen is not None and now - seen[0] < HOOKS_RECHECK:
+            return seen[1]
+        try:
+            lines = await self.server.run("show-hooks", *(("-t", session) if session else ("-g",)))
+        except (TmuxError, OSError):
+            lines = []  # no server (list-panes says so next) or no such session any more
+        hooks = tripping_hooks(lines)
+        self._hooks_seen[session] = (now, hooks)
+        if hooks and self.skipped.get(session) != hooks:
+            self.skipped[session] = hooks
+            if self.on_skipped is not None:
+                self.on_skipped(self._names.get(session, session), hooks)
+            else:
+                log.warning("%s", skipped_message(self.server.label, self._names.get(session, session), hooks))
+        elif not hooks and self.skipped.pop(session, None) is not None:
+            log.info("tmux on %s: hooks guarded; watching %s", self.server.label, session or "the server")
+        return hooks
 
     def _client_for(self, info: PaneInfo, pane: TmuxPane | None, load: Counter[int]) -> ControlClient | None:
         if pane is not None and not pane.client.closed.is_set():
@@ -543,6 +619,14 @@ class TmuxWatcher:
 def clients_for(panes: int) -> int:
     """How many control clients watch a session of `panes` panes."""
     return max(1, -(-panes // PANES_PER_CLIENT))
+
+
+def skipped_message(server: str, session: str, hooks: list[str]) -> str:
+    """Why a session ("": every session) of tmux on `server` is not watched, and the user's two ways out."""
+    where = f"session {session}" if session else "any session"
+    return (f"tmux on {server}: not watching {where}: tmux would run these hooks of yours for panewatch's client "
+            f"too: {'; '.join(hooks)}. Make each tell clients apart (if -F '#{{client_control_mode}}' '' '…'; in a "
+            "client-detached hook: if -F '#{m:/dev/*,#{hook_client}}' '…'), or set [tmux] attach_hooks = \"run\"")
 
 
 def _routes(client: ControlClient, pane_ids: list[str], state: str) -> list[bytes]:

@@ -105,5 +105,5 @@ function update(card) {
   note.dataset.state = card.state;
   note.textContent = card.state === "blocked" ? "BLOCKED: answer with the card's buttons (typing is off)"
     : card.state === "exited" ? "exited (read-only)" : "interactive: typing goes to the pane";
-  $("view-fit").hidden = card.origin !== "headless" || card.state === "exited";
+  $("view-fit").hidden = !["headless", "run"].includes(card.origin) || card.state === "exited";  // tmux: tmux's size
 }

@@ -10,10 +10,10 @@ input guard, `reps` times:
     dropped             answers the agent ignored (guard.answer: cleared=False, the same prompt
                         still up) and that were pressed again; the times are from the press taken
 
-Each agent is measured without and with panewatch's hooks (Claude `--settings`, Codex `-c`, Gemini
-a per-launch settings file), printed side by side. With hooks the permission report usually arrives
-before the dialog is drawn, so drawn → blocked is negative: the state leads the screen. Times are
-on the event loop's clock.
+Every verified agent with a capture profile is measured; those with hooks without and with
+panewatch's hooks (Claude `--settings`, Codex `-c`, Gemini a per-launch settings file), side by
+side. With hooks the permission report usually arrives before the dialog is drawn, so drawn →
+blocked is negative: the state leads the screen. Times are on the event loop's clock.
 """
 
 from __future__ import annotations
@@ -24,9 +24,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from panewatch.core.hookevents import HOOK_STATES
 from panewatch.core.machine import StateChange
 from panewatch.runtime.guard import InputGuard
 from panewatch.testing.agents import LiveAgent
+from panewatch.testing.capture import PROFILES
 from panewatch.testing.homes import find_agents_bin
 
 STARTUP, STEP = 60.0, 45.0
@@ -122,18 +124,20 @@ def table(rows: dict[tuple[str, bool], Samples], reps: int) -> str:
         lines.append(f"{name:<8}{cells}  {dropped:>7}   {failures}")
     lines.append("drawn → blocked < 0: a hook (or the agent's OSC 7501 status) put the pane in blocked before the "
                  "dialog was drawn; answer → erased is the agent's own redraw time. no hooks: screen + OSC 7501 "
-                 "(Claude: probe answered; Codex: unasked); + hooks: PaneHooks.wire's hooks as well")
+                 "(Claude: probe answered; Codex: unasked); + hooks: PaneHooks.wire's hooks as well (- : the "
+                 "agent has no hooks panewatch can use)")
     return "\n".join(lines)
 
 
-def run(reps: int = 3, agents: tuple[str, ...] = ("claude", "codex", "gemini"), hooks: bool = True) -> str:
-    """Measure and return the table (ms, median / max over `reps` runs per cell); `hooks`: also with hooks."""
+def run(reps: int = 3, agents: tuple[str, ...] = tuple(PROFILES), hooks: bool = True) -> str:
+    """Measure and return the table (ms, median / max over `reps` runs per cell); `hooks`: also with hooks,
+    for the agents that have them (core/hookevents.py)."""
     bin_dir = find_agents_bin()
     if bin_dir is None:
         return "bench agents: pinned agent CLIs not installed (scripts/install-agents)"
     rows: dict[tuple[str, bool], Samples] = {}
     for name in (a for a in agents if (bin_dir / a).exists()):
-        for with_hooks in (False, True) if hooks else (False,):
+        for with_hooks in (False, True) if hooks and name in HOOK_STATES else (False,):
             samples = rows[(name, with_hooks)] = Samples(name + (" + hooks" if with_hooks else ""))
             for _ in range(reps):
                 try:
