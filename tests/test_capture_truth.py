@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from panewatch.core.cast import CastWriter, parse_cast
 from panewatch.golden.cases import find_cases
 from panewatch.testing.capture import PROFILES, TEXT_SCENARIOS, literals, rederive
-from panewatch.testing.capture_truth import Literals, TruthError, derive_timeline, tool_windows
+from panewatch.testing.capture_truth import Literals, TruthError, busy_shown, derive_timeline, tool_windows
 
 LIT = Literals(ready=("READY",), busy=("BUSY",), dialog=("Proceed?",))
 HOME = "\x1b[H\x1b[2J"
@@ -85,6 +86,25 @@ def test_a_run_that_misses_its_dialog_has_no_truth() -> None:
     text, mock = _session(trap=True)
     with pytest.raises(TruthError, match="dialog"):
         _timeline(text, mock, 1)
+
+
+def test_a_busy_marker_quoted_in_the_final_reply_is_not_the_agents_own() -> None:
+    """The prose scenario's reply quotes 'esc to cancel', Qwen's own busy marker (verify, Qwen 0.24.4)."""
+    reply = "quoted: press enter to confirm or esc to cancel\nDone. All complete.\n"
+    assert not busy_shown(reply + "> composer\n", ("esc to cancel",), "All complete.")
+    assert busy_shown(reply + "⠏ (0s · esc to cancel)\n", ("esc to cancel",), "All complete.")
+    assert busy_shown(reply, ("esc to cancel",), "")  # final text not known: anywhere counts
+    assert busy_shown("quoted: esc to cancel\n", ("esc to cancel",), "not on screen yet")
+
+    lit = dataclasses.replace(LIT, final="Done.")
+    events = [(0.1, "o", _screen("starting")), (0.5, "o", _screen("READY")), (1.0, "m", "submitted"),
+              (1.0, "i", "\r"), (1.2, "o", _screen("BUSY")), (5.1, "o", _screen("BUSY", "Done.", "BUSY")),
+              (5.5, "o", _screen("quoting BUSY", "Done.", "READY")), (7.0, "m", "exit")]
+    mock: list[dict[str, object]] = [{"t": 1.1, "event": "request"}, {"t": 5.0, "event": "reply_sent",
+                                                                     "stop_reason": "end_turn"}]
+    timeline = derive_timeline(parse_cast(_cast(events).splitlines()), mock, lit, 0)
+    assert [(e["t"], e["state"]) for e in timeline] == [(0.0, "ignore"), (0.5, "idle"), (1.2, "working"),
+                                                        (5.5, "idle"), (7.0, "ignore")]
 
 
 CAPTURED = [c for c in find_cases() if "scenario" in c.truth and "mock_events" in c.truth]

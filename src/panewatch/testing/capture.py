@@ -31,7 +31,7 @@ from panewatch.core.cast import CastWriter, read_cast
 from panewatch.core.screen import Snapshot
 from panewatch.errors import PanewatchError
 from panewatch.runtime.version import VersionCache, package_version
-from panewatch.testing.capture_truth import Literals, TruthError, derive_timeline
+from panewatch.testing.capture_truth import Literals, TruthError, busy_shown, derive_timeline
 from panewatch.testing.drive import PtyAgent
 from panewatch.testing.homes import MOCK_KIND, find_agents_bin, prepare
 from panewatch.testing.mock import MockServer
@@ -238,7 +238,7 @@ class _Recording:
 
 
 def _idle(text: str, profile: AgentProfile, final: str) -> bool:
-    return final in text and any(r in text for r in profile.ready) and not any(b in text for b in profile.busy)
+    return final in text and any(r in text for r in profile.ready) and not busy_shown(text, profile.busy, final)
 
 
 def capture(agent: str, scenario: str, *, cols: int = 120, rows: int = 32, inline: bool = False,
@@ -281,7 +281,7 @@ def declines(profile: AgentProfile, scenario: str, key: str) -> bool:
 
 def literals(profile: AgentProfile, scenario: str) -> tuple[Literals, int]:
     literal, n_dialogs = profile.dialogs.get(scenario, ("", 0))
-    return Literals(profile.ready, profile.busy, (literal,) if literal else ()), n_dialogs
+    return Literals(profile.ready, profile.busy, (literal,) if literal else (), final_literal(scenario)), n_dialogs
 
 
 def rederive(folder: Path) -> dict[str, Any]:

@@ -24,7 +24,7 @@ Replaying the cast's output on an emulated screen (the pane's view, frame by fra
              to the first frame where it is gone (working again from there); a gap shorter than
              FLICKER between two such stretches is no gap (a redraw split across two reads)
     idle     from the first frame after the end_turn reply that shows the composer with neither
-             the busy marker nor a dialog (after a refused dialog that ended the turn: after the
+             the busy marker (below the final reply's text: a reply may quote one) nor a dialog (after a refused dialog that ended the turn: after the
              dialog is gone)
     ignore   from the driver's `exit` marker (SIGTERM; the agent tears its screen down)
 
@@ -86,6 +86,15 @@ class Literals:
     ready: tuple[str, ...]  # the composer, waiting for a task
     busy: tuple[str, ...]  # shown only while a turn runs
     dialog: tuple[str, ...]  # the scenario's dialog question(s); empty: no dialog expected
+    final: str = ""  # text of the turn's final reply (capture.final_literal); empty: not known
+
+
+def busy_shown(text: str, busy: Iterable[str], final: str = "") -> bool:
+    """A busy marker on screen, not counting the final reply's own text: a reply may quote one (the prose
+    scenario quotes Codex's 'esc to cancel', Qwen's own marker), while the agent draws its marker below
+    the reply (spinner row, footer). Without the final text on screen, anywhere counts."""
+    at = text.rfind(final) if final else -1
+    return _shows(text[at:] if at >= 0 else text, busy)
 
 
 def tool_windows(mock_events: Sequence[dict[str, Any]]) -> list[tuple[float, float]]:
@@ -196,7 +205,7 @@ def derive_timeline(cast: Cast, mock_events: Sequence[dict[str, Any]], lit: Lite
         return _sorted_unique(timeline)
     after = max(final[-1], timeline[-1]["t"])
     idle = next((f for f in shots if f.t >= after and _shows(f.text, lit.ready)
-                 and not _shows(f.text, lit.busy) and not _shows(f.text, lit.dialog)), None)
+                 and not busy_shown(f.text, lit.busy, lit.final) and not _shows(f.text, lit.dialog)), None)
     if idle is None:
         raise TruthError("the composer never came back after the final reply")
     timeline.append({"t": idle.t, "state": "idle", "note": "final reply shown, composer back, busy marker gone"})
