@@ -24,8 +24,8 @@ Replaying the cast's output on an emulated screen (the pane's view, frame by fra
              to the first frame where it is gone (working again from there); a gap shorter than
              FLICKER between two such stretches is no gap (a redraw split across two reads)
     idle     from the first frame after the end_turn reply that shows the composer with neither
-             the busy marker (below the final reply's text: a reply may quote one) nor a dialog (after a refused dialog that ended the turn: after the
-             dialog is gone)
+             the busy marker (below the final reply's text: a reply may quote one) nor a dialog
+             (after a refused dialog that ended the turn: after the dialog is gone)
     ignore   from the driver's `exit` marker (SIGTERM; the agent tears its screen down)
 
 Working therefore spans quiet tool calls and the model's silences: the scenario says the turn is
