@@ -66,6 +66,7 @@ class AgentProfile:
     inline_args: tuple[str, ...] = ()
     inline_env: dict[str, str] = field(default_factory=dict)
     answers: dict[str, str] = field(default_factory=dict)  # per-scenario key, when not `answer`
+    refuse: str = "\x1b"  # the key that refuses a dialog (a line REPL takes no Esc: Aider's 'n' + Enter)
     python: bool = False  # a PyPI package in its own venv (install-agents), not an npm one
     questions_after_reply: bool = False  # no tool calls: the agent asks after the model's final reply (Aider)
     line_repl: bool = False  # Enter hands the line over: working from the frame after it (Aider)
@@ -163,6 +164,7 @@ PROFILES: dict[str, AgentProfile] = {
                  "trap": ("", 0),
                  "slow": ("", 0)},
         answer="y\r",
+        refuse="n\r",  # Esc does nothing at its prompt_toolkit question; the question stays up
         python=True,
         questions_after_reply=True,
         line_repl=True,
