@@ -72,13 +72,22 @@ def test_back_to_back_dialogs_are_one_stretch_but_a_real_gap_is_working() -> Non
     assert _timeline(text, mock, 2)[3:6] == [(2.1, "blocked"), (3.1, "working"), (3.7, "blocked")]
 
 
-def test_a_refused_dialog_that_ends_the_turn_goes_idle_as_it_goes() -> None:
+def test_a_refused_dialog_that_ends_the_turn_goes_idle_once_the_composer_is_back() -> None:
     text, mock = _session()
     mock = [e for e in mock if e["t"] < 4.0]  # no tool result, no final reply: the turn ended at the dialog
     with pytest.raises(TruthError, match="final"):
         _timeline(text, mock, 1)
     cast = parse_cast(text.splitlines())
     timeline = [(e["t"], e["state"]) for e in derive_timeline(cast, mock, LIT, 1, declined=True)]
+    # The agent still shows its busy marker after the dialog (Copilot: '● Cancelling', then 'Working'):
+    # working until the composer is back without it.
+    assert timeline[-4:] == [(2.1, "blocked"), (4.0, "working"), (5.1, "idle"), (7.0, "ignore")]
+    # The composer redrawn within FLICKER of the dialog going (Claude, Codex, Gemini, Qwen): idle as it goes.
+    quick = [(0.5, "o", _screen("READY")), (1.0, "m", "submitted"), (1.0, "i", "\r"), (1.2, "o", _screen("BUSY")),
+             (2.1, "o", _screen("Proceed?", "1. Yes")), (3.0, "i", "\x1b"), (4.0, "o", _screen("BUSY")),
+             (4.01, "o", _screen("READY")), (7.0, "m", "exit")]
+    timeline = [(e["t"], e["state"]) for e in derive_timeline(parse_cast(_cast(quick).splitlines()), mock, LIT, 1,
+                                                                declined=True)]
     assert timeline[-3:] == [(2.1, "blocked"), (4.0, "idle"), (7.0, "ignore")]
 
 

@@ -41,16 +41,11 @@ def _run(agent: str, make: Callable[[], Awaitable[None]]) -> None:
     asyncio.run(asyncio.wait_for(make(), 130 * SLOW[agent]))
 
 
-async def _answer(agent: LiveAgent, guard: InputGuard) -> None:
-    """Allow once: through the guard where it reads the dialog's options (Copilot's numbered list, Aider's
-    lettered question); OpenCode's options sit on one row, chosen with arrows (the prompt parser does
-    not read that layout yet), so its answer is typed as the user at the terminal would: Enter."""
+async def _answer(agent: LiveAgent, guard: InputGuard, kind: str = "allow_once") -> None:
+    """Answer through the guard by option: Copilot's numbered list, Aider's lettered question, OpenCode's
+    options on one row (arrows from the first option, then Enter)."""
     prompt = guard.prompt()
-    allow = prompt.option("allow_once")
-    if agent.agent == "opencode":
-        assert allow is None, prompt.options
-        agent.pane.write(agent.profile.answer.encode())
-        return
+    allow = prompt.option(kind)
     assert allow is not None, (prompt.question, prompt.options)
     for attempt in range(1, 4):
         result = await guard.answer(allow.number, guard.prompt().fingerprint, timeout=10)

@@ -25,7 +25,8 @@ Replaying the cast's output on an emulated screen (the pane's view, frame by fra
              FLICKER between two such stretches is no gap (a redraw split across two reads)
     idle     from the first frame after the end_turn reply that shows the composer with neither
              the busy marker (below the final reply's text: a reply may quote one) nor a dialog
-             (after a refused dialog that ended the turn: after the dialog is gone)
+             (after a refused dialog that ended the turn: as the dialog goes, unless the agent shows
+             itself busy longer than FLICKER first; then from the first such frame)
     ignore   from the driver's `exit` marker (SIGTERM; the agent tears its screen down)
 
 Working therefore spans quiet tool calls and the model's silences: the scenario says the turn is
@@ -199,8 +200,18 @@ def derive_timeline(cast: Cast, mock_events: Sequence[dict[str, Any]], lit: Lite
              and e.get("stop_reason") == "end_turn"]
     if not final and not (declined and stretches):
         raise TruthError("the mock never sent the turn's final (end_turn) reply")
-    if not final:  # refused, and the agent asked the model nothing more: idle as the dialog goes
-        timeline[-1] = {"t": stretches[-1][1], "state": "idle", "note": "dialog refused: the turn ended there"}
+    if not final:  # refused, and the agent asked the model nothing more: idle once it has wound the turn down
+        # Copilot 1.0.102 shows '● Cancelling', then its 'Working … esc esc interrupt' footer, for a second
+        # after the dialog goes; Claude, Codex and Gemini show their composer at once.
+        gone = stretches[-1][1]
+        back = next((f for f in shots if f.t >= gone and _shows(f.text, lit.ready)
+                     and not busy_shown(f.text, lit.busy) and not _shows(f.text, lit.dialog)), None)
+        if back is None:
+            raise TruthError("the composer never came back after the refused dialog")
+        if back.t - gone < FLICKER:  # the composer redrawn a few ms after the dialog: one change to the eye
+            timeline[-1] = {"t": gone, "state": "idle", "note": "dialog refused: the turn ended there"}
+        else:
+            timeline.append({"t": back.t, "state": "idle", "note": "dialog refused: the turn wound down"})
         timeline.append({"t": exit_at, "state": "ignore", "note": "capture over: SIGTERM, the agent exits"})
         return _sorted_unique(timeline)
     after = max(final[-1], timeline[-1]["t"])
