@@ -31,8 +31,7 @@ from panewatch.testing.capture_truth import marker_time
 
 MANIFESTS = load_all()
 # Every verified agent whose screen shape is written down below (SHAPES); NOT_GENERATED says why an agent is not.
-NOT_GENERATED = {"opencode": "its composer is a ┃-bordered box whose input row has no marker of its own; "
-                             "the shape to quote into is not written down yet"}
+NOT_GENERATED: dict[str, str] = {}
 VERIFIED = sorted(m.id for m in MANIFESTS if m.verified and m.id not in NOT_GENERATED)
 _RULE = re.compile(r"^\s*[╭╰├┌└]?[─━═╌╍┄┅┈┉▔]{8,}[╮╯┤┐┘]?\s*$")
 _BORDER = re.compile(r"^[│┃|]\s?|\s?[│┃|]\s*$")
@@ -57,6 +56,9 @@ SHAPES = {
     "copilot": Shape(re.compile(r"^❯(?:\s|$)"), "❯ ", "  ", " ● ", "   "),  # between two rules, like Claude's
     # A line REPL: replies are plain rows, every input row (continuations too) starts with the prompt.
     "aider": Shape(re.compile(r"^>(?: |$)"), "> ", "> ", "", ""),
+    # A ┃-bordered box with no marker on its input row: found from the box's `╹▀▀▀` bottom edge (see
+    # _composer_row); typed rows keep the box's border; replies are indented, without a border.
+    "opencode": Shape(re.compile(r"^\s*╹▀{8,}"), "┃  ", "┃  ", "     ", "     "),
 }
 
 
@@ -137,7 +139,12 @@ def dialog_lines(screen: Snapshot) -> list[str]:
 
 def _composer_row(rows: list[str], agent: str) -> int:
     shape = SHAPES[agent]
-    return max(i for i, r in enumerate(rows) if shape.prompt.match(r))
+    at = max(i for i, r in enumerate(rows) if shape.prompt.match(r))
+    if agent == "opencode":  # above its edge: a padding row, the model line, a padding row, then the input row
+        if at < 3 or not all(rows[i].lstrip().startswith("┃") for i in range(at - 3, at)):
+            raise ValueError("no composer box above the edge")
+        return at - 3
+    return at
 
 
 def _transcript_end(rows: list[str], agent: str) -> int:
@@ -145,6 +152,10 @@ def _transcript_end(rows: list[str], agent: str) -> int:
     at = _composer_row(rows, agent)
     if agent in ("claude", "qwen", "copilot"):  # the rule above the input box
         return max(i for i in range(at) if _RULE.match(rows[i]))
+    if agent == "opencode":  # the box's first row
+        while at > 0 and rows[at - 1].lstrip().startswith("┃"):
+            at -= 1
+        return at
     if agent == "gemini":  # the hint rule and the ▄ border above the input row
         top = at - 1 if rows[at - 1].startswith("▄") else at
         return top - 2 if top >= 2 and _RULE.match(rows[top - 2]) else top
@@ -174,7 +185,10 @@ def typed(base: Snapshot, agent: str, lines: list[str]) -> Snapshot:
     rows = list(base.rows)
     at = _composer_row(rows, agent)
     shape = SHAPES[agent]
-    box = [shape.first + lines[0], *(shape.cont + line for line in lines[1:])]
+    first, cont = shape.first, shape.cont
+    if agent == "opencode":  # the box's border stays in its column (centred on the start screen)
+        first = cont = rows[at][:rows[at].index("┃")] + shape.first
+    box = [first + lines[0], *(cont + line for line in lines[1:])]
     # The cursor after the last character typed (what a line REPL's rules read: Aider's).
     fitted, cursor = _fit(rows[:at] + box + rows[at + 1:], base.height, (len(box[-1]), at + len(box) - 1))
     return Snapshot(fitted, base.title, base.alt_screen, cursor=cursor, width=base.width)
