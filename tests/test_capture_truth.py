@@ -91,6 +91,22 @@ def test_a_refused_dialog_that_ends_the_turn_goes_idle_once_the_composer_is_back
     assert timeline[-3:] == [(2.1, "blocked"), (4.0, "idle"), (7.0, "ignore")]
 
 
+def test_a_question_refused_after_the_final_reply_goes_idle_as_it_goes() -> None:
+    """Aider asks once the reply is in; refused ('n'), its prompt is redrawn a few ms later: no working."""
+    events = [(0.5, "o", _screen("READY")), (1.0, "m", "submitted"), (1.0, "i", "\r"), (1.2, "o", _screen("BUSY")),
+              (2.1, "o", _screen("Done.", "Proceed?")), (3.0, "i", "n\r"), (3.1, "o", _screen("Done.", "answered")),
+              (3.12, "o", _screen("Done.", "answered", "READY")), (7.0, "m", "exit")]
+    mock: list[dict[str, object]] = [{"t": 1.1, "event": "request"},
+                                     {"t": 2.0, "event": "reply_sent", "stop_reason": "end_turn"}]
+    cast = parse_cast(_cast(events).splitlines())
+
+    def timeline(declined: bool) -> list[tuple[float, str]]:
+        return [(e["t"], e["state"]) for e in derive_timeline(cast, mock, LIT, 1, declined=declined,
+                                                              after_reply=True)][-3:]
+    assert timeline(True) == [(2.1, "blocked"), (3.1, "idle"), (7.0, "ignore")]
+    assert timeline(False) == [(3.1, "working"), (3.12, "idle"), (7.0, "ignore")]  # allowed: the command ran
+
+
 def test_a_run_that_misses_its_dialog_has_no_truth() -> None:
     text, mock = _session(trap=True)
     with pytest.raises(TruthError, match="dialog"):

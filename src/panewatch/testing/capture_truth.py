@@ -219,7 +219,12 @@ def derive_timeline(cast: Cast, mock_events: Sequence[dict[str, Any]], lit: Lite
                  and not busy_shown(f.text, lit.busy, lit.final) and not _shows(f.text, lit.dialog)), None)
     if idle is None:
         raise TruthError("the composer never came back after the final reply")
-    timeline.append({"t": idle.t, "state": "idle", "note": "final reply shown, composer back, busy marker gone"})
+    if declined and stretches and after == stretches[-1][1] and idle.t - after < FLICKER:
+        # Refused after the final reply (Aider asks once the reply is in): the prompt redrawn a few ms after
+        # the question is answered is one change to the eye, not a working stretch.
+        timeline[-1] = {"t": after, "state": "idle", "note": "dialog refused, the prompt back"}
+    else:
+        timeline.append({"t": idle.t, "state": "idle", "note": "final reply shown, composer back, busy marker gone"})
     timeline.append({"t": exit_at, "state": "ignore", "note": "capture over: SIGTERM, the agent exits"})
     return _sorted_unique(timeline)
 
