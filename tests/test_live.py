@@ -444,3 +444,35 @@ def test_detection_timers_of_all_panes_share_one_heap() -> None:
             await pane.close()
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_output_has_the_foreground_looked_at_once_before_its_check_not_per_read() -> None:
+    """Reads only mark the foreground for a look; the check they lead to looks once (then the screen is
+    judged with who holds the pane now). 20 reads in one loop turn: no tcgetpgrp among them."""
+    from panewatch.runtime.live import ForegroundSweep
+
+    async def main() -> None:
+        pane = LivePane(["sleep", "30"], pane_id="looks", env=env())
+        pane.start()
+        await until(lambda: pane.foreground is not None and pane.foreground.name == "sleep", "sleep in front")
+        session = pane.session
+        assert session is not None
+        looks: list[int | None] = []
+        real = session.foreground_pgid
+
+        def counted() -> int | None:
+            looks.append(real())
+            return looks[-1]
+
+        session.foreground_pgid = counted  # type: ignore[method-assign]
+        sweep = ForegroundSweep.of(asyncio.get_running_loop())
+        sweeps, checks = sweep.sweeps, pane.detector.stats.checks
+        for i in range(20):
+            pane._on_output(f"line {i}\r\n".encode())
+        assert looks == []  # the reads themselves looked at nothing
+        await until(lambda: pane.detector.stats.checks > checks, "the check after the output")
+        assert 1 <= len(looks) <= 1 + (sweep.sweeps - sweeps)  # once before the check (plus any sweep's)
+        assert pane.snapshot().rows[19] == "line 19"
+        await pane.close()
+
+    run(main)

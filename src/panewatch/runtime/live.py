@@ -31,7 +31,7 @@ from panewatch.runtime.pty import PtySession
 
 log = logging.getLogger("panewatch.runtime.live")
 
-FOREGROUND_POLL = 0.5  # seconds; output also triggers a (cheap) check
+FOREGROUND_POLL = 0.5  # seconds; output also has it looked at before the check it leads to
 MANIFEST_POLL = 1.0
 EXIT_DRAIN = 0.5  # after the child exits, wait this long at most for its last output
 
@@ -225,6 +225,7 @@ class LivePane(PaneDriver):
         self._decoders = {k: codecs.getincrementaldecoder("utf-8")("replace") for k in ("o", "i")}
         self._session: PtySession | None = None
         self._fg_first: asyncio.Handle | None = None
+        self._fg_stale = False  # output arrived since the foreground was last looked at
         self._fg_sweep: ForegroundSweep | None = None
         self._exit_task: asyncio.Task[None] | None = None
         self._done: asyncio.Event | None = None
@@ -330,9 +331,8 @@ class LivePane(PaneDriver):
         now = self._loop.time()
         if self.on_output is not None:
             self.on_output(data)  # the user's terminal first: detection must not add latency to it
+        self._fg_stale = True  # looked at before the check this output leads to (`_before_check`)
         self._feed(now, data)
-        if self._session is not None:
-            self._foreground_changed(now, self._session.foreground_pgid())
         self._record(now, "o", data)
 
     def write(self, data: bytes) -> None:
@@ -368,12 +368,20 @@ class LivePane(PaneDriver):
             self._cast = None
             self._file_failed("the recording", self._record_fh, exc)
 
+    def _before_check(self, now: float) -> None:
+        # Output may come from a job that just took the pane (an agent started from the shell, the
+        # shell back after it): the screen is judged with who holds the pane now. Once per check, not
+        # per read: a streaming pane's 30-100 reads a second each cost a tcgetpgrp and a tracker poll.
+        if self._fg_stale:
+            self._poll_foreground()
+
     def _first_poll(self) -> None:
         self._fg_first = None
         self._poll_foreground()
 
     def _poll_foreground(self) -> None:
         assert self._loop is not None
+        self._fg_stale = False
         if self._session is None or self.exit_code is not None:
             return
         self._foreground_changed(self._loop.time(), self._session.foreground_pgid())

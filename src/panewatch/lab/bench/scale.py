@@ -288,7 +288,8 @@ def report(phases: list[Phase]) -> str:
         out.append(f"| {p.panes} | {p.name} | {p.cpu_percent_of_core:.1f} | {p.cpu_percent_of_core / p.panes:.3f} | "
                    f"{p.loadgen_cpu_percent:.1f} | {p.rss_per_pane_mb:.3f} | {p.checks / window:.0f} | "
                    f"{p.classifications / window:.0f} | {p.prompts} | {p.missed} | {_spread(p.latencies)} | "
-                   f"{_fmt(p.residuals)} | {p.false_blocked} | {p.load_start:.1f} / {p.load_average:.1f} | {p.runqueue_wait_percent:.0f} |")
+                   f"{_fmt(p.residuals)} | {p.false_blocked} | {p.load_start:.1f} / {p.load_average:.1f} | "
+                   f"{p.runqueue_wait_percent:.0f} |")
     out += ["", "Where a latency is spent (p50 / p90 / p99 / max, s): before the watcher read the prompt's last "
             "bytes (from the fake's write into the pty: our loop busy or starved), after it (the schedule and the "
             f"loop), and how late a {LAG_PROBE * 1000:.0f} ms timer of the watcher's loop fired over the window.", "",
