@@ -32,6 +32,7 @@ from panewatch.runtime.pty import PtySession
 log = logging.getLogger("panewatch.runtime.live")
 
 FOREGROUND_POLL = 0.5  # seconds; output also has it looked at before the check it leads to
+SWEEP_SLICES = 10  # the foreground sweep's round in this many ticks (ForegroundSweep)
 MANIFEST_POLL = 1.0
 EXIT_DRAIN = 0.5  # after the child exits, wait this long at most for its last output
 
@@ -137,14 +138,18 @@ class ManifestWatcher:
 class ForegroundSweep:
     """One timer per event loop polls the foreground of every live pane on it each FOREGROUND_POLL:
     with a timer per pane, 1000 panes cost 2000 timer callbacks a second (a handle each, the heap,
-    a loop turn) for what is one cheap `tcgetpgrp` per pane. A pane that fails is logged; the sweep
-    goes on to the others."""
+    a loop turn) for what is one cheap `tcgetpgrp` per pane. Each round is cut into SWEEP_SLICES
+    slices, one per tick (a 1000-pane round in one callback held the loop for 15-30 ms, a latency
+    spike for every pane behind it): each pane is still polled once a round. A pane that fails is
+    logged; the sweep goes on to the others."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._panes: dict[int, LivePane] = {}  # by id(): insertion order is the polling order
         self._handle: asyncio.TimerHandle | None = None
-        self.sweeps = 0
+        self._round: list[LivePane] = []  # this round's panes, taken as it began
+        self._slice = 0  # the next slice of the round
+        self.sweeps = 0  # slices that polled panes
 
     @classmethod
     def of(cls, loop: asyncio.AbstractEventLoop) -> ForegroundSweep:
@@ -156,27 +161,36 @@ class ForegroundSweep:
     def add(self, pane: LivePane) -> None:
         self._panes[id(pane)] = pane
         if self._handle is None:
-            self._handle = self._loop.call_later(FOREGROUND_POLL, self._sweep)
+            self._handle = self._loop.call_later(FOREGROUND_POLL / SWEEP_SLICES, self._sweep)
 
     def remove(self, pane: LivePane) -> None:
         self._panes.pop(id(pane), None)
         if not self._panes and self._handle is not None:
             self._handle.cancel()
             self._handle = None
+            self._round, self._slice = [], 0
 
     def __len__(self) -> int:
         return len(self._panes)
 
     def _sweep(self) -> None:
         self._handle = None
-        self.sweeps += 1
-        for pane in list(self._panes.values()):
+        if self._slice == 0:
+            self._round = list(self._panes.values())
+        size = -(-len(self._round) // SWEEP_SLICES)  # ceil: the last slices may be empty
+        part = self._round[self._slice * size:(self._slice + 1) * size]
+        self._slice = (self._slice + 1) % SWEEP_SLICES
+        if part:
+            self.sweeps += 1
+        for pane in part:
+            if id(pane) not in self._panes:
+                continue  # removed during the round
             try:
                 pane._poll_foreground()
             except Exception:  # one pane's failure must not stop the others' polls
                 log.exception("foreground poll of pane %s failed", pane.pane_id)
         if self._panes and self._handle is None:
-            self._handle = self._loop.call_later(FOREGROUND_POLL, self._sweep)
+            self._handle = self._loop.call_later(FOREGROUND_POLL / SWEEP_SLICES, self._sweep)
 
 
 _SWEEPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ForegroundSweep] = weakref.WeakKeyDictionary()
