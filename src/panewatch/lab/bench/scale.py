@@ -47,7 +47,8 @@ LAG_PROBE = 0.05  # seconds: how often the event loop's lateness is sampled
 class Phase:
     name: str
     panes: int
-    cpu_percent_of_core: float = 0.0  # runtime process, over the window
+    cpu_percent_of_core: float = 0.0  # the watcher process (children excluded), over the window ...
+    sys_percent_of_core: float = 0.0  # ... of which in the kernel (pty reads, epoll, tcgetpgrp, /proc)
     loadgen_cpu_percent: float = 0.0
     rss_per_pane_mb: float = 0.0
     latencies: list[float] = field(default_factory=list)  # prompt drawn -> pane state blocked
@@ -89,6 +90,10 @@ def _slave_path(pane: LivePane) -> str:
 def _cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def _sys_seconds() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_stime
 
 
 def _score(phase: Phase, truth: list[dict[str, object]], events: list[tuple[str, float, str]], end: float,
@@ -177,7 +182,7 @@ async def _run_phase(name: str, panes: int, seconds: float, seed: int,
             loop.call_soon(lag_probe, loop.time())
             phase.load_start = os.getloadavg()[0]
             phase.nice = os.getpriority(os.PRIO_PROCESS, 0)
-            cpu0, wall0, gen0 = _cpu_seconds(), time.monotonic(), sum(gen_ps.cpu_times()[:2])
+            cpu0, sys0, wall0, gen0 = _cpu_seconds(), _sys_seconds(), time.monotonic(), sum(gen_ps.cpu_times()[:2])
             wait0 = _runqueue_wait()
             phase.rss_per_pane_mb = (psutil.Process().memory_info().rss - rss_before) / panes / 1e6
             checks0 = sum(p.detector.stats.checks for p in live)
@@ -185,6 +190,7 @@ async def _run_phase(name: str, panes: int, seconds: float, seed: int,
             await asyncio.sleep(max(1.0, seconds - WARMUP - 1.0))
             phase.window = time.monotonic() - wall0
             phase.cpu_percent_of_core = (_cpu_seconds() - cpu0) / phase.window * 100
+            phase.sys_percent_of_core = (_sys_seconds() - sys0) / phase.window * 100
             phase.runqueue_wait_percent = (_runqueue_wait() - wait0) / phase.window * 100
             phase.loadgen_cpu_percent = (sum(gen_ps.cpu_times()[:2]) - gen0) / phase.window * 100
             phase.checks = sum(p.detector.stats.checks for p in live) - checks0
@@ -208,7 +214,8 @@ def _merge(runs: list[Phase]) -> Phase:
     """One row from the same policy's rounds: CPU and memory averaged, latencies pooled."""
     first = runs[0]
     merged = Phase(first.name, first.panes, nice=first.nice)
-    for field_name in ("cpu_percent_of_core", "loadgen_cpu_percent", "rss_per_pane_mb", "load_start", "load_average",
+    for field_name in ("cpu_percent_of_core", "sys_percent_of_core", "loadgen_cpu_percent", "rss_per_pane_mb",
+                       "load_start", "load_average",
                        "runqueue_wait_percent"):
         setattr(merged, field_name, statistics.mean(getattr(r, field_name) for r in runs))
     for r in runs:
@@ -287,14 +294,16 @@ def _spread(values: list[float]) -> str:
 
 
 def report(phases: list[Phase]) -> str:
-    out = ["| panes | policy | watcher CPU (% of one core) | per pane | loadgen CPU % | RSS per pane (MB) "
+    out = ["| panes | policy | watcher CPU (% of one core) | of which kernel | per pane | loadgen CPU % "
+           "| RSS per pane (MB) "
            "| checks/s | classifications/s | prompts | missed | latency p50 / p90 / p99 / max (s) "
            "| residual median / max (s) | false blocked | load average start / end "
            "| watcher waited for a CPU (% of the window) | watcher nice |",
-           "|" + "---|" * 16]
+           "|" + "---|" * 17]
     for p in phases:
         window = max(p.window, 1e-9)
-        out.append(f"| {p.panes} | {p.name} | {p.cpu_percent_of_core:.1f} | {p.cpu_percent_of_core / p.panes:.3f} | "
+        out.append(f"| {p.panes} | {p.name} | {p.cpu_percent_of_core:.1f} | {p.sys_percent_of_core:.1f} | "
+                   f"{p.cpu_percent_of_core / p.panes:.3f} | "
                    f"{p.loadgen_cpu_percent:.1f} | {p.rss_per_pane_mb:.3f} | {p.checks / window:.0f} | "
                    f"{p.classifications / window:.0f} | {p.prompts} | {p.missed} | {_spread(p.latencies)} | "
                    f"{_fmt(p.residuals)} | {p.false_blocked} | {p.load_start:.1f} / {p.load_average:.1f} | "
