@@ -103,9 +103,12 @@ def test_live_pane_prose_trap_stays_idle(name: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(int(150 * SLOW["opencode"]))
-def test_opencode_dialog_rejected_by_option_through_the_guard(tmp_path: Path) -> None:
+@pytest.mark.parametrize("moved", [False, True], ids=["as-opened", "user-moved-the-selection"])
+def test_opencode_dialog_rejected_by_option_through_the_guard(tmp_path: Path, moved: bool) -> None:
     """OpenCode's options sit on one row; 'Reject' is two to the right of the first: the guard types →→⏎
-    and the tool call is refused (OpenCode tells the model so), not run."""
+    and the tool call is refused (OpenCode tells the model so), not run. OpenCode shows the selection only
+    as a colour: when the user moved it (→, to 'Allow always') before answering, the guard reads where it
+    is from the row's cells and types → ⏎, not a →→⏎ that would wrap round to 'Allow once'."""
     _need("opencode")
     agent = LiveAgent("opencode", tmp_path)
     factor = SLOW["opencode"]
@@ -117,9 +120,13 @@ def test_opencode_dialog_rejected_by_option_through_the_guard(tmp_path: Path) ->
             assert await agent.wait_state("blocked", STEP * factor) is not None, agent.text()
             assert await agent.until(lambda: agent.profile.dialogs["bash"][0] in agent.text(), 10), agent.text()
             guard = InputGuard(agent.pane, pane_id=agent.pane_id)
+            if moved:  # the user's own key at their terminal, not through the guard
+                agent.pane.write(RIGHT.encode())
+                assert await agent.until(lambda: guard.prompt().options[1].selected, 10 * factor), agent.text()
             prompt = guard.prompt()
+            assert prompt.selection_seen and prompt.options[1 if moved else 0].selected, prompt.options
             reject = prompt.option("reject")
-            assert reject is not None and reject.key == RIGHT * 2 + "\r", prompt.options
+            assert reject is not None and reject.key == RIGHT * (1 if moved else 2) + "\r", prompt.options
             result = await guard.answer("reject", prompt.fingerprint, timeout=10 * factor)
             assert result.cleared, agent.text()
             # The refusal ends the turn there (no final reply): the composer back without its busy row.

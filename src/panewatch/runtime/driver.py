@@ -28,7 +28,7 @@ from panewatch.core.history import HISTORY_BYTES
 from panewatch.core.machine import Foreground, PaneMachine, StateChange
 from panewatch.core.manifest import Manifest
 from panewatch.core.policy import ChangeDrivenSchedule, PolicyConfig, Schedule
-from panewatch.core.screen import Screen, Snapshot
+from panewatch.core.screen import CellStyle, Screen, Snapshot
 from panewatch.runtime.process import ForegroundTracker
 from panewatch.runtime.version import ProcessVersions
 
@@ -269,6 +269,10 @@ class PaneDriver:
 
     def snapshot(self) -> Snapshot:
         return self.screen.snapshot()
+
+    def row_styles(self, row: int) -> list[CellStyle]:
+        """The cells' looks on one visible row (core/screen.py): what the guard reads a selection from."""
+        return self.screen.row_styles(row)
 
     # -- publishing ------------------------------------------------------------------------------
 
