@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from panewatch.core.classify import Verdict
-from panewatch.core.prompt import Option, Prompt, parse_prompt
+from panewatch.core.prompt import Option, Prompt, parse_prompt, read_selection
 from panewatch.core.screen import Snapshot
 from panewatch.errors import (
     AgentExitedError,
@@ -61,6 +61,7 @@ from panewatch.errors import (
     PaneBusyError,
     PaneNotResyncedError,
     PromptChangedError,
+    SelectionUnseenError,
     UnknownOptionError,
 )
 
@@ -141,7 +142,11 @@ class InputGuard:
         # The screen verdict's row helps find the question; a pane returning its combined state may
         # still expose the verdict it was computed from.
         verdict = checked if isinstance(checked, Verdict) else getattr(self.pane, "verdict", None)
-        return parse_prompt(self.pane.snapshot(), verdict if isinstance(verdict, Verdict) else None)
+        prompt = parse_prompt(self.pane.snapshot(), verdict if isinstance(verdict, Verdict) else None)
+        row_styles = getattr(self.pane, "row_styles", None)  # the selection of a row drawn in colours
+        if not prompt.selection_seen and prompt.choice_row is not None and row_styles is not None:
+            prompt = read_selection(prompt, row_styles(prompt.choice_row))  # same moment as the snapshot
+        return prompt
 
     async def send(self, text: str, enter: bool = True) -> None:
         """Type `text` (and Enter) into the pane, unless it waits on a prompt or its agent is gone."""
@@ -174,6 +179,8 @@ class InputGuard:
             chosen = prompt.option(option)
             if chosen is None:
                 raise UnknownOptionError(option, prompt)
+            if prompt.needs_selection(chosen):
+                raise SelectionUnseenError(prompt)
             start = self.pane.clock()
             self.pane.write(chosen.key.encode("utf-8"))
         # Out of the turn: the next write waits for what this key causes anyway, and need not wait for
