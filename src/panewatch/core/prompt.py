@@ -291,15 +291,14 @@ def read_selection(prompt: Prompt, styles: Sequence[CellStyle]) -> Prompt:
     whose colour or weight differs from all the others. Unchanged (selection not seen) when neither holds."""
     if prompt.selection_seen or not prompt.choice_cols or not styles:
         return prompt
-    looks = [styles[c] if c < len(styles) else None for c in prompt.choice_cols]
-    if None in looks:
+    if max(prompt.choice_cols) >= len(styles):
         return prompt
+    looks = [styles[c] for c in prompt.choice_cols]
     row_back = Counter((st[0], st[2]) for st in styles).most_common(1)[0][0]
-    chosen = [n for n, st in enumerate(looks) if st is not None and (st[0], st[2]) != row_back]
+    chosen = [n for n, st in enumerate(looks) if (st[0], st[2]) != row_back]
     if len(chosen) != 1 and len(looks) >= 3:
-        fronts = Counter((st[1], st[3]) for st in looks if st is not None)
-        chosen = [n for n, st in enumerate(looks) if st is not None and fronts[(st[1], st[3])] == 1]
-        chosen = chosen if len(fronts) == 2 else []
+        fronts = Counter((st[1], st[3]) for st in looks)
+        chosen = [n for n, st in enumerate(looks) if fronts[(st[1], st[3])] == 1] if len(fronts) == 2 else []
     if len(chosen) != 1:
         return prompt
     at = chosen[0]

@@ -138,13 +138,13 @@ class InputGuard:
         """The prompt on screen now (what a UI shows the user before asking for an answer)."""
         return self._prompt(self.pane.classify_now())
 
-    def _prompt(self, checked: HasState) -> Prompt:
+    def _prompt(self, checked: HasState, *, selection: bool = True) -> Prompt:
         # The screen verdict's row helps find the question; a pane returning its combined state may
         # still expose the verdict it was computed from.
         verdict = checked if isinstance(checked, Verdict) else getattr(self.pane, "verdict", None)
         prompt = parse_prompt(self.pane.snapshot(), verdict if isinstance(verdict, Verdict) else None)
         row_styles = getattr(self.pane, "row_styles", None)  # the selection of a row drawn in colours
-        if not prompt.selection_seen and prompt.choice_row is not None and row_styles is not None:
+        if selection and not prompt.selection_seen and prompt.choice_row is not None and row_styles is not None:
             prompt = read_selection(prompt, row_styles(prompt.choice_row))  # same moment as the snapshot
         return prompt
 
@@ -188,7 +188,8 @@ class InputGuard:
         while True:
             await asyncio.sleep(POLL_INTERVAL)  # lets the pane's read loop feed the agent's redraw
             checked = self.pane.classify_now()
-            after = self._prompt(checked) if checked.state == "blocked" else None
+            # only its fingerprint matters here: no need to read the selection every poll
+            after = self._prompt(checked, selection=False) if checked.state == "blocked" else None
             # Cleared: not blocked any more, or blocked on a different (the next) prompt.
             cleared = after is None or after.fingerprint != fingerprint
             elapsed = self.pane.clock() - start

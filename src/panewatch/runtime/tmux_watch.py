@@ -268,8 +268,7 @@ class TmuxWatcher:
         self.server = server
         self.attach_hooks = attach_hooks  # "skip": never attach where the user's hooks would run; "run": attach
         self.on_skipped = on_skipped  # (session name or "" = every session, hooks): not watched. Else a log line
-        self.skipped: dict[str, list[str]] = {}
-        self._hooks_seen: dict[str, tuple[float, list[str]]] = {}
+        self._hooks_seen: dict[str, tuple[float, list[str]]] = {}  # scope -> (when asked, tripping hooks)
         self._names: dict[str, str] = {}  # session id -> name, for what we say about a session
         self.manifests = manifests
         self.policy = policy
@@ -290,6 +289,11 @@ class TmuxWatcher:
         self.subscribers: dict[str, ControlClient] = {}  # by session id: the client holding its subscription
         self.hooks = TmuxReports(server, hooks, self._report_sink, time.monotonic) if hooks is not None else None
         self._hooks_task: asyncio.Task[None] | None = None
+
+    @property
+    def skipped(self) -> dict[str, list[str]]:
+        """The scopes not watched because of the user's hooks (session id, "" = the server): their hooks."""
+        return {scope: hooks for scope, (_, hooks) in self._hooks_seen.items() if hooks}
 
     def _report_sink(self, pane_id: str) -> Callable[[Report], None] | None:
         """Where an installed hook's report for tmux pane `pane_id` goes: the pane's driver, once it runs."""
@@ -457,15 +461,17 @@ class TmuxWatcher:
         except (TmuxError, OSError):
             lines = []  # no server (list-panes says so next) or no such session any more
         hooks = tripping_hooks(lines)
+        before = seen[1] if seen is not None else []
         self._hooks_seen[session] = (now, hooks)
-        if hooks and self.skipped.get(session) != hooks:
-            self.skipped[session] = hooks
+        name = self._names.get(session, session)
+        if hooks and hooks != before:  # said once per change, not at every recheck
             if self.on_skipped is not None:
-                self.on_skipped(self._names.get(session, session), hooks)
+                self.on_skipped(name, hooks)
             else:
-                log.warning("%s", skipped_message(self.server.label, self._names.get(session, session), hooks))
-        elif not hooks and self.skipped.pop(session, None) is not None:
-            log.info("tmux on %s: hooks guarded; watching %s", self.server.label, session or "the server")
+                log.warning("%s", skipped_message(self.server.label, name, hooks))
+        elif before and not hooks:
+            log.info("tmux on %s: hooks guarded; watching %s", self.server.label, f"session {name}" if name else
+                     "the server")
         return hooks
 
     def _client_for(self, info: PaneInfo, pane: TmuxPane | None, load: Counter[int]) -> ControlClient | None:
