@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from panewatch.core.cast import CastWriter, parse_cast
 from panewatch.golden.cases import find_cases
 from panewatch.testing.capture import PROFILES, TEXT_SCENARIOS, literals, rederive
-from panewatch.testing.capture_truth import Literals, TruthError, derive_timeline, tool_windows
+from panewatch.testing.capture_truth import Literals, TruthError, busy_shown, derive_timeline, tool_windows
 
 LIT = Literals(ready=("READY",), busy=("BUSY",), dialog=("Proceed?",))
 HOME = "\x1b[H\x1b[2J"
@@ -71,20 +72,64 @@ def test_back_to_back_dialogs_are_one_stretch_but_a_real_gap_is_working() -> Non
     assert _timeline(text, mock, 2)[3:6] == [(2.1, "blocked"), (3.1, "working"), (3.7, "blocked")]
 
 
-def test_a_refused_dialog_that_ends_the_turn_goes_idle_as_it_goes() -> None:
+def test_a_refused_dialog_that_ends_the_turn_goes_idle_once_the_composer_is_back() -> None:
     text, mock = _session()
     mock = [e for e in mock if e["t"] < 4.0]  # no tool result, no final reply: the turn ended at the dialog
     with pytest.raises(TruthError, match="final"):
         _timeline(text, mock, 1)
     cast = parse_cast(text.splitlines())
     timeline = [(e["t"], e["state"]) for e in derive_timeline(cast, mock, LIT, 1, declined=True)]
+    # The agent still shows its busy marker after the dialog (Copilot: '● Cancelling', then 'Working'):
+    # working until the composer is back without it.
+    assert timeline[-4:] == [(2.1, "blocked"), (4.0, "working"), (5.1, "idle"), (7.0, "ignore")]
+    # The composer redrawn within FLICKER of the dialog going (Claude, Codex, Gemini, Qwen): idle as it goes.
+    quick = [(0.5, "o", _screen("READY")), (1.0, "m", "submitted"), (1.0, "i", "\r"), (1.2, "o", _screen("BUSY")),
+             (2.1, "o", _screen("Proceed?", "1. Yes")), (3.0, "i", "\x1b"), (4.0, "o", _screen("BUSY")),
+             (4.01, "o", _screen("READY")), (7.0, "m", "exit")]
+    timeline = [(e["t"], e["state"]) for e in derive_timeline(parse_cast(_cast(quick).splitlines()), mock, LIT, 1,
+                                                                declined=True)]
     assert timeline[-3:] == [(2.1, "blocked"), (4.0, "idle"), (7.0, "ignore")]
+
+
+def test_a_question_refused_after_the_final_reply_goes_idle_as_it_goes() -> None:
+    """Aider asks once the reply is in; refused ('n'), its prompt is redrawn a few ms later: no working."""
+    events = [(0.5, "o", _screen("READY")), (1.0, "m", "submitted"), (1.0, "i", "\r"), (1.2, "o", _screen("BUSY")),
+              (2.1, "o", _screen("Done.", "Proceed?")), (3.0, "i", "n\r"), (3.1, "o", _screen("Done.", "answered")),
+              (3.12, "o", _screen("Done.", "answered", "READY")), (7.0, "m", "exit")]
+    mock: list[dict[str, object]] = [{"t": 1.1, "event": "request"},
+                                     {"t": 2.0, "event": "reply_sent", "stop_reason": "end_turn"}]
+    cast = parse_cast(_cast(events).splitlines())
+
+    def timeline(declined: bool) -> list[tuple[float, str]]:
+        return [(e["t"], e["state"]) for e in derive_timeline(cast, mock, LIT, 1, declined=declined,
+                                                              after_reply=True)][-3:]
+    assert timeline(True) == [(2.1, "blocked"), (3.1, "idle"), (7.0, "ignore")]
+    assert timeline(False) == [(3.1, "working"), (3.12, "idle"), (7.0, "ignore")]  # allowed: the command ran
 
 
 def test_a_run_that_misses_its_dialog_has_no_truth() -> None:
     text, mock = _session(trap=True)
     with pytest.raises(TruthError, match="dialog"):
         _timeline(text, mock, 1)
+
+
+def test_a_busy_marker_quoted_in_the_final_reply_is_not_the_agents_own() -> None:
+    """The prose scenario's reply quotes 'esc to cancel', Qwen's own busy marker (verify, Qwen 0.24.4)."""
+    reply = "quoted: press enter to confirm or esc to cancel\nDone. All complete.\n"
+    assert not busy_shown(reply + "> composer\n", ("esc to cancel",), "All complete.")
+    assert busy_shown(reply + "⠏ (0s · esc to cancel)\n", ("esc to cancel",), "All complete.")
+    assert busy_shown(reply, ("esc to cancel",), "")  # final text not known: anywhere counts
+    assert busy_shown("quoted: esc to cancel\n", ("esc to cancel",), "not on screen yet")
+
+    lit = dataclasses.replace(LIT, final="Done.")
+    events = [(0.1, "o", _screen("starting")), (0.5, "o", _screen("READY")), (1.0, "m", "submitted"),
+              (1.0, "i", "\r"), (1.2, "o", _screen("BUSY")), (5.1, "o", _screen("BUSY", "Done.", "BUSY")),
+              (5.5, "o", _screen("quoting BUSY", "Done.", "READY")), (7.0, "m", "exit")]
+    mock: list[dict[str, object]] = [{"t": 1.1, "event": "request"}, {"t": 5.0, "event": "reply_sent",
+                                                                     "stop_reason": "end_turn"}]
+    timeline = derive_timeline(parse_cast(_cast(events).splitlines()), mock, lit, 0)
+    assert [(e["t"], e["state"]) for e in timeline] == [(0.0, "ignore"), (0.5, "idle"), (1.2, "working"),
+                                                        (5.5, "idle"), (7.0, "ignore")]
 
 
 CAPTURED = [c for c in find_cases() if "scenario" in c.truth and "mock_events" in c.truth]

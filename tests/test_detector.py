@@ -41,3 +41,24 @@ def test_a_spinning_title_is_an_animation_not_a_change() -> None:
     result = replay(parse_cast(fh.getvalue().splitlines()), MANIFESTS, agent="codex", tail=0.0)
     assert {c.verdict.rule for c in result.changes[1:]} == {"title-spinner"}
     assert result.checks <= seconds / PolicyConfig().steady_interval + 5
+
+
+def test_a_pane_with_no_agent_is_not_rejudged_on_an_unchanged_screen() -> None:
+    """Every manifest's rules run on an unknown pane's screen: a seed, foreground news and a tick that
+    find the same screen reuse the verdict; new output, or a manifest reload, judges again."""
+    detector = PaneDetector(lambda: manifests, Screen(80, 24))
+    manifests = MANIFESTS
+    detector.feed(0.0, b"$ ls\r\nREADME\r\n")
+    first = detector.classify_now()
+    assert detector.stats.classifications == 1
+    assert detector.classify_now() == first and detector.classify_now() == first
+    assert detector.stats.classifications == 1
+    detector.feed(1.0, b"$ ")
+    detector.classify_now()
+    assert detector.stats.classifications == 2
+    manifests = list(MANIFESTS)  # a reload: a new list, maybe new rules
+    detector.classify_now()
+    assert detector.stats.classifications == 3
+    detector.screen.invalidate()  # an equal screen read again is still the same screen
+    detector.classify_now()
+    assert detector.stats.classifications == 3

@@ -444,3 +444,84 @@ def test_detection_timers_of_all_panes_share_one_heap() -> None:
             await pane.close()
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_output_has_the_foreground_looked_at_once_before_its_check_not_per_read() -> None:
+    """Reads only mark the foreground for a look; the check they lead to looks once (then the screen is
+    judged with who holds the pane now). 20 reads in one loop turn: no tcgetpgrp among them."""
+    from panewatch.runtime.live import ForegroundSweep
+
+    async def main() -> None:
+        pane = LivePane(["sleep", "30"], pane_id="looks", env=env())
+        pane.start()
+        await until(lambda: pane.foreground is not None and pane.foreground.name == "sleep", "sleep in front")
+        session = pane.session
+        assert session is not None
+        looks: list[int | None] = []
+        real = session.foreground_pgid
+
+        def counted() -> int | None:
+            looks.append(real())
+            return looks[-1]
+
+        session.foreground_pgid = counted  # type: ignore[method-assign]
+        sweep = ForegroundSweep.of(asyncio.get_running_loop())
+        sweeps, checks = sweep.sweeps, pane.detector.stats.checks
+        for i in range(20):
+            pane._on_output(f"line {i}\r\n".encode())
+        assert looks == []  # the reads themselves looked at nothing
+        await until(lambda: pane.detector.stats.checks > checks, "the check after the output")
+        assert 1 <= len(looks) <= 1 + (sweep.sweeps - sweeps)  # once before the check (plus any sweep's)
+        assert pane.snapshot().rows[19] == "line 19"
+        await pane.close()
+
+    run(main)
+
+
+def test_the_foreground_sweep_polls_each_pane_once_a_round_in_slices() -> None:
+    """A round is cut into SWEEP_SLICES ticks of at most ceil(n / slices) panes each (no tick holds the loop
+    for all of them), every pane is polled once a round, a pane removed mid-round is not polled, and a
+    pane that fails does not stop the others."""
+    from panewatch.runtime.live import SWEEP_SLICES, ForegroundSweep
+
+    class Fake:
+        def __init__(self, i: int) -> None:
+            self.pane_id, self.polls = str(i), 0
+
+        def _poll_foreground(self) -> None:
+            self.polls += 1
+            if self.pane_id == "3":
+                raise RuntimeError("this pane's poll fails")
+
+    async def main() -> None:
+        sweep = ForegroundSweep(asyncio.get_running_loop())  # its own: not the loop's shared one
+        panes = [Fake(i) for i in range(25)]
+        for pane in panes:
+            sweep.add(pane)  # type: ignore[arg-type]
+        assert sweep._handle is not None
+        sweep._handle.cancel()  # ticks driven by hand below, no clock involved
+        per_tick = []
+        for _ in range(SWEEP_SLICES):
+            before = sum(p.polls for p in panes)
+            sweep._sweep()
+            assert sweep._handle is not None
+            sweep._handle.cancel()
+            per_tick.append(sum(p.polls for p in panes) - before)
+        assert [p.polls for p in panes] == [1] * 25
+        assert max(per_tick) == -(-25 // SWEEP_SLICES)
+        sweep._sweep()  # the next round starts; a pane removed during it is skipped
+        sweep._handle.cancel()
+        sweep.remove(panes[-1])  # type: ignore[arg-type]
+        for _ in range(SWEEP_SLICES - 1):
+            sweep._sweep()
+            sweep._handle.cancel()
+        assert [p.polls for p in panes] == [2] * 24 + [1]
+        for pane in panes[:-1]:
+            sweep.remove(pane)  # type: ignore[arg-type]
+        assert len(sweep) == 0 and sweep._handle is None
+
+    logging.getLogger("panewatch.runtime.live").disabled = True
+    try:
+        run(main)
+    finally:
+        logging.getLogger("panewatch.runtime.live").disabled = False

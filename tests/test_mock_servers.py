@@ -483,3 +483,21 @@ def test_unknown_paths_are_harmless() -> None:
         assert json.loads(post(m.url + "/v1/other", {})[2]) == {}
     with pytest.raises(ValueError):
         MockServer("nope")
+
+
+def test_a_client_resetting_its_connection_prints_no_traceback(capfd: pytest.CaptureFixture[str]) -> None:
+    """A CLI stopped at the end of a capture resets its idle keep-alive connection (Aider under `agents
+    verify`): socketserver would print a traceback into the verify table's output."""
+    import socket
+    import struct
+
+    with MockServer("anthropic") as mock:
+        port = int(mock.url.rsplit(":", 1)[1].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close = RST
+            sock.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+            sock.recv(65536)  # the reply; the handler now waits on the kept-alive connection
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and threading.active_count() > 2:
+            time.sleep(0.02)  # the handler thread sees the reset and ends
+    assert "Traceback" not in capfd.readouterr().err

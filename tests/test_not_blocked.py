@@ -31,10 +31,7 @@ from panewatch.testing.capture_truth import marker_time
 
 MANIFESTS = load_all()
 # Every verified agent whose screen shape is written down below (SHAPES); NOT_GENERATED says why an agent is not.
-NOT_GENERATED = {"opencode": "its composer is a ┃-bordered box whose input row has no marker of its own; "
-                             "the shape to quote into is not written down yet",
-                 "aider": "its questions are read left of the cursor (region `cursor`), which frame goldens "
-                          "do not record: tests/test_golden.py's aider prose traps cover it on the real casts"}
+NOT_GENERATED: dict[str, str] = {}
 VERIFIED = sorted(m.id for m in MANIFESTS if m.verified and m.id not in NOT_GENERATED)
 _RULE = re.compile(r"^\s*[╭╰├┌└]?[─━═╌╍┄┅┈┉▔]{8,}[╮╯┤┐┘]?\s*$")
 _BORDER = re.compile(r"^[│┃|]\s?|\s?[│┃|]\s*$")
@@ -57,7 +54,18 @@ SHAPES = {
     "gemini": Shape(re.compile(r"^ > "), " > ", "   ", "✦ ", "  "),
     "qwen": Shape(re.compile(r"^> "), "> ", "  ", "  ◆ ", "    "),  # its input box sits between two rules
     "copilot": Shape(re.compile(r"^❯(?:\s|$)"), "❯ ", "  ", " ● ", "   "),  # between two rules, like Claude's
+    # A line REPL: replies are plain rows, every input row (continuations too) starts with the prompt.
+    "aider": Shape(re.compile(r"^>(?: |$)"), "> ", "> ", "", ""),
+    # A ┃-bordered box with no marker on its input row: found from the box's `╹▀▀▀` bottom edge (see
+    # _composer_row); typed rows keep the box's border; replies are indented, without a border.
+    "opencode": Shape(re.compile(r"^\s*╹▀{8,}"), "┃  ", "┃  ", "     ", "     "),
 }
+
+
+def _uses_cursor(agent: str) -> bool:
+    """Rules that read the row holding the cursor (Aider's): frame goldens do not record the cursor, so
+    this agent's screens come from replaying its casts at the frames' times."""
+    return any(rule.region.kind == "cursor" for rule in MANIFESTS.manifests[agent].rules)
 
 
 def _agent_cases(agent: str) -> list[GoldenCase]:
@@ -71,11 +79,13 @@ def _segments(case: GoldenCase, state: str) -> list[tuple[float, float]]:
 
 
 def _frames(case: GoldenCase, state: str) -> list[Snapshot]:
+    frames = [f for f in case.frames() or [] if any(lo <= f["t"] < hi for lo, hi in _segments(case, state))]
+    if _uses_cursor(case.agent):
+        return screens_at(case.cast(), [f["t"] for f in frames]) if frames else []
     out = []
-    for frame in case.frames() or []:
-        if any(lo <= frame["t"] < hi for lo, hi in _segments(case, state)):
-            rows = list(frame["rows"])
-            out.append(Snapshot(tuple(rows), frame["title"], frame["alt_screen"], width=max(map(len, rows)) or 80))
+    for frame in frames:
+        rows = list(frame["rows"])
+        out.append(Snapshot(tuple(rows), frame["title"], frame["alt_screen"], width=max(map(len, rows)) or 80))
     return out
 
 
@@ -129,7 +139,12 @@ def dialog_lines(screen: Snapshot) -> list[str]:
 
 def _composer_row(rows: list[str], agent: str) -> int:
     shape = SHAPES[agent]
-    return max(i for i, r in enumerate(rows) if shape.prompt.match(r))
+    at = max(i for i, r in enumerate(rows) if shape.prompt.match(r))
+    if agent == "opencode":  # above its edge: a padding row, the model line, a padding row, then the input row
+        if at < 3 or not all(rows[i].lstrip().startswith("┃") for i in range(at - 3, at)):
+            raise ValueError("no composer box above the edge")
+        return at - 3
+    return at
 
 
 def _transcript_end(rows: list[str], agent: str) -> int:
@@ -137,15 +152,21 @@ def _transcript_end(rows: list[str], agent: str) -> int:
     at = _composer_row(rows, agent)
     if agent in ("claude", "qwen", "copilot"):  # the rule above the input box
         return max(i for i in range(at) if _RULE.match(rows[i]))
+    if agent == "opencode":  # the box's first row
+        while at > 0 and rows[at - 1].lstrip().startswith("┃"):
+            at -= 1
+        return at
     if agent == "gemini":  # the hint rule and the ▄ border above the input row
         top = at - 1 if rows[at - 1].startswith("▄") else at
         return top - 2 if top >= 2 and _RULE.match(rows[top - 2]) else top
     return at
 
 
-def _fit(rows: list[str], height: int) -> tuple[str, ...]:
-    """Keep the bottom `height` rows, as a terminal scrolls."""
-    return tuple(rows[-height:] if len(rows) > height else rows + [""] * (height - len(rows)))
+def _fit(rows: list[str], height: int, cursor: tuple[int, int]) -> tuple[tuple[str, ...], tuple[int, int]]:
+    """Keep the bottom `height` rows, as a terminal scrolls (the cursor's row moves up with them)."""
+    cut = max(0, len(rows) - height)
+    kept = rows[cut:] + [""] * (height - len(rows[cut:]))
+    return tuple(kept), (cursor[0], max(0, cursor[1] - cut))
 
 
 def in_reply(base: Snapshot, agent: str, lines: list[str]) -> Snapshot:
@@ -154,8 +175,9 @@ def in_reply(base: Snapshot, agent: str, lines: list[str]) -> Snapshot:
     end = _transcript_end(rows, agent)
     shape = SHAPES[agent]
     block = ["", shape.reply + lines[0], *(shape.indent + line for line in lines[1:]), ""]
-    return Snapshot(_fit(rows[:end] + block + rows[end:], base.height), base.title, base.alt_screen,
-                    width=base.width)
+    col, row = base.cursor  # the composer's, below the reply: pushed down by it
+    fitted, cursor = _fit(rows[:end] + block + rows[end:], base.height, (col, row + len(block) if row >= end else row))
+    return Snapshot(fitted, base.title, base.alt_screen, cursor=cursor, width=base.width)
 
 
 def typed(base: Snapshot, agent: str, lines: list[str]) -> Snapshot:
@@ -163,9 +185,13 @@ def typed(base: Snapshot, agent: str, lines: list[str]) -> Snapshot:
     rows = list(base.rows)
     at = _composer_row(rows, agent)
     shape = SHAPES[agent]
-    box = [shape.first + lines[0], *(shape.cont + line for line in lines[1:])]
-    return Snapshot(_fit(rows[:at] + box + rows[at + 1:], base.height), base.title, base.alt_screen,
-                    width=base.width)
+    first, cont = shape.first, shape.cont
+    if agent == "opencode":  # the box's border stays in its column (centred on the start screen)
+        first = cont = rows[at][:rows[at].index("┃")] + shape.first
+    box = [first + lines[0], *(cont + line for line in lines[1:])]
+    # The cursor after the last character typed (what a line REPL's rules read: Aider's).
+    fitted, cursor = _fit(rows[:at] + box + rows[at + 1:], base.height, (len(box[-1]), at + len(box) - 1))
+    return Snapshot(fitted, base.title, base.alt_screen, cursor=cursor, width=base.width)
 
 
 def quoted(lines: list[str], style: str) -> list[str]:
@@ -287,6 +313,7 @@ TITLES = {
     "qwen": ["Qwen - {text}", "◐︎ Qwen - {text}"],  # the folder name is the user's words
     "copilot": ["{text} - GitHub Copilot"],  # the title is the user's first prompt
     "opencode": ["OC | {text}"],  # the session's name, made from the user's prompt
+    "aider": [],  # sets no title: its rules never read one
 }
 
 

@@ -1,4 +1,5 @@
-"""Blocked screens of the real Claude Code, Codex, Gemini CLI and Qwen Code captures parse into question + options."""
+"""Blocked screens of the real Claude Code, Codex, Gemini CLI, Qwen Code, Aider and OpenCode captures parse into
+question + options."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import pytest
 from panewatch.core.cast import read_cast
 from panewatch.core.classify import Verdict, classify
 from panewatch.core.manifest import load_all
-from panewatch.core.prompt import ESC, Prompt, parse_prompt
+from panewatch.core.prompt import ESC, LEFT, RIGHT, Prompt, parse_prompt
 from panewatch.core.screen import Screen, Snapshot
 from panewatch.golden.cases import bundled_root
 
-AGENTS = {"claude-code": "claude", "codex": "codex", "gemini-cli": "gemini", "qwen-code": "qwen", "aider": "aider"}
+AGENTS = {"claude-code": "claude", "codex": "codex", "gemini-cli": "gemini", "qwen-code": "qwen", "aider": "aider",
+          "opencode": "opencode"}
 
 
 @cache
@@ -124,6 +126,63 @@ def test_aider_one_row_question_with_lettered_options() -> None:
     # Not blocked, nor a question: an answered one in the history does not parse from the prompt row.
     answered = Snapshot(rows=("Run shell command? (Y)es/(N)o [Yes]: y", "Running touch x", ">"), cursor=(2, 2))
     assert parse_prompt(answered).options == []
+
+
+OPENCODE_OPTIONS = [(1, "Allow once", "allow_once", "\r"), (2, "Allow always", "allow_always", RIGHT + "\r"),
+                    (3, "Reject", "reject", RIGHT * 2 + "\r")]
+
+
+@pytest.mark.parametrize("size", ["120x32", "80x24", "200x50"])
+def test_opencode_options_on_one_row(size: str) -> None:
+    """'┃   Allow once   Allow always   Reject      ctrl+f fullscreen  ⇆ select  enter confirm': at 80x24 the
+    hints follow the options after two spaces only, at 200x50 a sidebar shares the dialog's rows."""
+    prompt = last_prompt(f"opencode/1.18.33/bash_{size}")
+    assert prompt.question == "△ Permission required"
+    assert summary(prompt) == OPENCODE_OPTIONS
+    # The selection is a colour, not in the text: nothing is marked, the keys start from the first option.
+    assert not any(o.selected for o in prompt.options)
+    assert "$ touch /tmp/panewatch_mock_x" in prompt.body and "┃" not in prompt.body
+    assert "enter confirm" not in prompt.body and "Allow once" not in prompt.body
+
+
+def test_opencode_edit_write_and_two_dialogs_in_a_row() -> None:
+    for case, detail in (("edit_120x32", "→ Edit hello.py"), ("write_120x32", "→ Edit new_file.txt")):
+        prompts = [parse_prompt(s, v) for s, v in blocked_frames(f"opencode/1.18.33/{case}")]
+        assert summary(prompts[0]) == OPENCODE_OPTIONS and detail in prompts[0].body
+        full = [p for p in prompts if p.question == "△ Permission required"]
+        assert len({p.fingerprint for p in full}) == 1  # stable across the dialog's redraws
+    multi = {p.fingerprint: p for p in (parse_prompt(s, v) for s, v in blocked_frames("opencode/1.18.33/multi_120x32"))}
+    assert len(multi) == 2  # the second command's dialog is another prompt
+    assert all(summary(p) == OPENCODE_OPTIONS for p in multi.values())
+    assert {p.body.split("$ ")[-1] for p in multi.values()} == {"touch /tmp/panewatch_mock_x_a",
+                                                                  "touch /tmp/panewatch_mock_x_b"}
+
+
+def _row_dialog(option_row: str) -> Prompt:
+    text = "\n".join(["─" * 60, " Run this command?", "   rm -rf build/", "", option_row, ""])
+    return parse_prompt(Snapshot.from_text(text, height=12))
+
+
+def test_one_row_options_follow_the_selection_marker_and_own_hints() -> None:
+    marked = _row_dialog("   Yes   › Yes, always   No, cancel        ←/→ move  enter select")
+    assert marked.question == "Run this command?" and marked.body == "rm -rf build/"
+    assert [(o.label, o.kind, o.key, o.selected) for o in marked.options] == [
+        ("Yes", "allow_once", LEFT + "\r", False), ("Yes, always", "allow_always", "\r", True),
+        ("No, cancel", "reject", RIGHT + "\r", False)]
+    bracketed = _row_dialog("  [ Allow ]   Deny")
+    assert [(o.label, o.key, o.selected) for o in bracketed.options] == [("Allow", "\r", True),
+                                                                         ("Deny", RIGHT + "\r", False)]
+    hinted = _row_dialog("  Yes (y)   No (n)   Esc to cancel")
+    assert [(o.label, o.key) for o in hinted.options] == [("Yes", "y"), ("No", "n")]
+    # The same fingerprint wherever the selection is.
+    moved = _row_dialog("   › Yes   Yes, always   No, cancel        ←/→ move  enter select")
+    assert moved.options[0].selected and moved.fingerprint == marked.fingerprint
+
+
+def test_a_row_of_words_is_not_an_option_row() -> None:
+    for row in ("  Build   Plan   General", "  Allow once   Allow always", "  Yes   No.  ",
+                "  tab agents  ctrl+p commands", "  Do you allow this?   Yes   No"):
+        assert _row_dialog(row).options == [], row
 
 
 def test_the_verdict_row_is_optional() -> None:

@@ -14,7 +14,7 @@ from panewatch.core.combine import Report, combine
 from panewatch.core.machine import PaneMachine
 from panewatch.core.manifest import load_all
 from panewatch.core.screen import Screen
-from panewatch.core.termstatus import REPLY, ProgramStatus, Scanner, parse, report_state
+from panewatch.core.termstatus import INTRO, REPLY, ProgramStatus, Scanner, parse, report_state
 
 MSG = base64.b64encode(b"approve Bash: touch /tmp/x").decode()
 # What Claude Code 2.1.332 wrote in a headless pane (answered probe), bash scenario.
@@ -101,3 +101,16 @@ def test_a_pane_machine_follows_claudes_statuses_and_their_withdrawal() -> None:
                         ("working", "terminal"), ("idle", "terminal")]
     assert m.status_in_force is None and seen[5][1] == "screen"  # clear: the screen speaks again
     assert [s.state for _, s in m.program_status] == ["idle", "working", "blocked", "working", "done", "clear"]
+
+
+def test_a_chunk_without_the_intro_still_holds_an_intros_start() -> None:
+    """The fast path for chunks with no OSC 7501 in them: an intro cut after any of its bytes, in a
+    chunk of plain output, is still completed by the next chunk; an ESC that cannot begin one is not held."""
+    sequence = b"\x1b]7501;state=blocked:app=claude-code\x07"
+    for cut in range(1, len(INTRO)):
+        scanner = Scanner()
+        assert scanner.feed(b"\x1b[1mplain output" + sequence[:cut]) == []
+        found = scanner.feed(sequence[cut:] + b"more")
+        assert len(found) == 1 and found[0].status is not None and found[0].end == len(sequence) - cut
+    scanner = Scanner()
+    assert scanner.feed(b"text\x1b[") == [] and scanner._held == b""

@@ -21,6 +21,7 @@ from panewatch.core.tmux_protocol import (
     Reply,
     command,
     decode_output,
+    routes,
     send_keys,
 )
 
@@ -152,3 +153,17 @@ def test_seed_draws_the_captured_screen_with_cursor_and_alternate_screen() -> No
     assert snap.rows[2].rstrip() == "> 1. Yes"
     assert snap.alt_screen and snap.title == "hello"
     assert snap.cursor == (5, 2)
+
+
+def test_routes_are_the_lines_command_writes_batched_per_client() -> None:
+    ids = [f"%{n}" for n in range(5)] + ["%x'y"]  # an id tmux never gives still quoted right
+    lines = routes("client-42", ids, "off", per_command=4)
+    assert lines == [command("refresh-client", "-t", "client-42", *(a for i in ids[:4] for a in ("-A", f"{i}:off"))),
+                     command("refresh-client", "-t", "client-42", *(a for i in ids[4:] for a in ("-A", f"{i}:off")))]
+    assert routes("client-42", [], "on") == []
+    try:
+        routes("client-42", ["%1"], "o'n")
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("a state that would break the quoting was written")

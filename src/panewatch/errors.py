@@ -12,6 +12,8 @@
      │    ├── PromptChangedError  prompt_changed   answer() but the prompt on screen is not the one the user
      │    │                                        saw; .expected (fingerprint), .prompt (the one now on screen)
      │    ├── UnknownOptionError  unknown_option   answer() names an option the prompt does not offer; .prompt
+     │    ├── SelectionUnseenError selection_unseen  answer() by arrows on an option row whose selected option
+     │    │                                        could not be read from the screen; nothing typed; .prompt
      │    ├── PaneInModeError     pane_in_mode     any write to a tmux pane showing a tmux mode (copy mode): keys
      │    │                                        would drive the mode, not the program; .mode
      │    └── PaneNotResyncedError pane_not_resynced  any write to a remote pane whose host is unreachable, or whose
@@ -158,6 +160,18 @@ class UnknownOptionError(GuardError):
         self.option = option
         self.prompt = prompt
         super().__init__(f"no option {option!r} in this prompt:\n{_describe(prompt)}")
+
+
+class SelectionUnseenError(GuardError):
+    """An option row (OpenCode) chooses by arrows from the selected option, and the screen did not show which one
+    that is: typing would choose blindly."""
+
+    wire_name = "selection_unseen"
+
+    def __init__(self, prompt: Prompt) -> None:
+        self.prompt = prompt
+        super().__init__("the dialog does not show here which option is selected, so the arrows could land on "
+                         f"another one; nothing was typed: answer in the pane\n{_describe(prompt)}")
 
 
 class PaneInModeError(GuardError):

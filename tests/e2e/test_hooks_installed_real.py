@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -58,8 +59,12 @@ def test_installed_hooks_report_a_real_agent_started_by_hand_in_tmux(name: str, 
                                  env={**launch.env, **_panewatch_env()}, capture_output=True, text=True, timeout=60)
         assert install.returncode == 0 and "installed" in install.stdout, install
         env_args = [arg for key, value in launch.env.items() for arg in ("-e", f"{key}={value}")]
+        # a pane inherits the tmux server's environment, i.e. the test run's: Gemini CLI (ink's is-in-ci) with
+        # CI=true in it, as on CI machines, runs non-interactively and exits at once; a user's shell has no CI
+        ci = [arg for key in os.environ if key in ("CI", "CONTINUOUS_INTEGRATION") or key.startswith("CI_")
+              for arg in ("-u", key)]
         tmux("new-session", "-d", "-s", "agents", "-x", "120", "-y", "32", "-c", launch.cwd, *env_args,
-             " ".join(_quote(a) for a in launch.argv))
+             " ".join(_quote(a) for a in ["env", *ci, *launch.argv]))
         pane_id = tmux("display-message", "-p", "-t", "agents:0", "#{pane_id}")
         got: list[Report] = []
         servers: list[ReportServer] = []
@@ -139,8 +144,6 @@ def test_installed_hooks_report_a_real_agent_started_by_hand_in_tmux(name: str, 
 
 
 def _panewatch_env() -> dict[str, str]:
-    import os
-
     return {k: v for k, v in os.environ.items() if k.startswith("PANEWATCH_")}
 
 

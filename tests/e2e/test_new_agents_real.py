@@ -18,9 +18,11 @@ from pathlib import Path
 import pytest
 from livecheck import check_against_truth
 
+from panewatch.core.prompt import RIGHT
 from panewatch.errors import PaneBlockedError
 from panewatch.runtime.guard import InputGuard
 from panewatch.testing.agents import LiveAgent
+from panewatch.testing.capture import final_literal
 from panewatch.testing.homes import find_agents_bin
 
 BIN = find_agents_bin()
@@ -41,16 +43,11 @@ def _run(agent: str, make: Callable[[], Awaitable[None]]) -> None:
     asyncio.run(asyncio.wait_for(make(), 130 * SLOW[agent]))
 
 
-async def _answer(agent: LiveAgent, guard: InputGuard) -> None:
-    """Allow once: through the guard where it reads the dialog's options (Copilot's numbered list, Aider's
-    lettered question); OpenCode's options sit on one row, chosen with arrows (the prompt parser does
-    not read that layout yet), so its answer is typed as the user at the terminal would: Enter."""
+async def _answer(agent: LiveAgent, guard: InputGuard, kind: str = "allow_once") -> None:
+    """Answer through the guard by option: Copilot's numbered list, Aider's lettered question, OpenCode's
+    options on one row (arrows from the first option, then Enter)."""
     prompt = guard.prompt()
-    allow = prompt.option("allow_once")
-    if agent.agent == "opencode":
-        assert allow is None, prompt.options
-        agent.pane.write(agent.profile.answer.encode())
-        return
+    allow = prompt.option(kind)
     assert allow is not None, (prompt.question, prompt.options)
     for attempt in range(1, 4):
         result = await guard.answer(allow.number, guard.prompt().fingerprint, timeout=10)
@@ -103,3 +100,46 @@ def test_live_pane_prose_trap_stays_idle(name: str, tmp_path: Path) -> None:
     assert "blocked" not in {c.new.state for c in agent.changes}
     assert "working" in {c.new.state for c in agent.changes}
     check_against_truth(agent)
+
+
+@pytest.mark.timeout(int(150 * SLOW["opencode"]))
+@pytest.mark.parametrize("moved", [False, True], ids=["as-opened", "user-moved-the-selection"])
+def test_opencode_dialog_rejected_by_option_through_the_guard(tmp_path: Path, moved: bool) -> None:
+    """OpenCode's options sit on one row; 'Reject' is two to the right of the first: the guard types →→⏎
+    and the tool call is refused (OpenCode tells the model so), not run. OpenCode shows the selection only
+    as a colour: when the user moved it (→, to 'Allow always') before answering, the guard reads where it
+    is from the row's cells and types → ⏎, not a →→⏎ that would wrap round to 'Allow once'."""
+    _need("opencode")
+    agent = LiveAgent("opencode", tmp_path)
+    factor = SLOW["opencode"]
+
+    async def go() -> None:
+        async with agent:
+            assert await agent.ready(STARTUP * factor), agent.text()
+            await agent.submit("SCN=bash DELAY=1 run the scripted scenario", timeout=10 * factor)
+            assert await agent.wait_state("blocked", STEP * factor) is not None, agent.text()
+            assert await agent.until(lambda: agent.profile.dialogs["bash"][0] in agent.text(), 10), agent.text()
+            guard = InputGuard(agent.pane, pane_id=agent.pane_id)
+            if moved:  # the user's own key at their terminal, not through the guard
+                agent.pane.write(RIGHT.encode())
+                assert await agent.until(lambda: guard.prompt().options[1].selected, 10 * factor), agent.text()
+            prompt = guard.prompt()
+            assert prompt.selection_seen and prompt.options[1 if moved else 0].selected, prompt.options
+            reject = prompt.option("reject")
+            assert reject is not None and reject.key == RIGHT * (1 if moved else 2) + "\r", prompt.options
+            result = await guard.answer("reject", prompt.fingerprint, timeout=10 * factor)
+            assert result.cleared, agent.text()
+            # The refusal ends the turn there (no final reply): the composer back without its busy row.
+            profile = agent.profile
+
+            def composer_back() -> bool:
+                text = agent.text()
+                return any(r in text for r in profile.ready) and not any(b in text for b in profile.busy)
+            assert await agent.until(lambda: composer_back() and agent.pane.state.state == "idle", STEP * factor), \
+                agent.text()
+            # Not 'Allow once' (the `touch` runs: '(no output)' under it, then the final reply), nor 'Allow
+            # always' (a second, 'Always allow' confirmation would be up).
+            text = agent.text()
+            assert "(no output)" not in text and final_literal("bash") not in text, text
+            assert "Always allow" not in text and not agent.mock_reply_sent("end_turn"), text
+    _run("opencode", go)

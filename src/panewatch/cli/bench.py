@@ -37,7 +37,11 @@ def register(sub: Any) -> None:
     q.add_argument("--rounds", type=int, default=2, help="each policy once per round, order reversed each round")
     q.add_argument("--policies", default="ours,sweep,sweep-skip",
                    help="comma-separated: ours (our policy), sweep (700 ms), sweep-skip (700 ms + skip unchanged)")
-    q.set_defaults(func=_runner("panewatch.lab.bench.scale", "panes", "seconds", "seed", "rounds", "policies"))
+    q.add_argument("--nice", type=int, default=0,
+                   help="added to the watcher's niceness (negative: root) so a shared box's other load does not "
+                        "starve it; the load generator keeps the bench's")
+    q.set_defaults(func=_runner("panewatch.lab.bench.scale", "panes", "seconds", "seed", "rounds", "policies",
+                                "nice"))
     q = benches.add_parser("tmux", help="N fake agents in tmux panes: control mode vs capture-pane every 500 ms")
     q.add_argument("--panes", type=int, default=10)
     q.add_argument("--seconds", type=float, default=30.0, help="length of each phase")

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from panewatch.core.manifest import Manifest, Region, Rule
+from panewatch.core.pattern import Pattern
 from panewatch.core.screen import Snapshot
 from panewatch.core.states import ScreenState, urgency
 
@@ -131,25 +132,37 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")  # never raises; a lone surrogate matches nothing
 
 
-def _match_rule(rule: Rule, regions: _Regions) -> tuple[tuple[int, int] | None, int | None, str]:
-    """(deciding match's byte span, first row of the region, why) — span None if the rule does not apply."""
+# Why a rule matched or not, formatted only for a trace (`explain`): classify runs every rule that
+# does not match on every check, and formatting a reason with the pattern's repr each time cost more
+# than most of the searches it explains.
+_WHY = {"none": "excluded by none {!r}", "all": "all {!r} absent", "any": "any {!r}",
+        "no-any": "no `any` pattern matched", "all-present": "all patterns present"}
+
+
+def _why(reason: str, pattern: Pattern | None) -> str:
+    return _WHY[reason].format(pattern.pattern) if pattern is not None else _WHY[reason]
+
+
+def _match_rule(rule: Rule, regions: _Regions) -> tuple[tuple[int, int] | None, int | None, str, Pattern | None]:
+    """(deciding match's byte span, first row of the region, why, the pattern why names) — span None if
+    the rule does not apply; `_why(why, pattern)` says it in words."""
     first_row, data = regions.get(rule.region)
     for pattern in rule.none:
         if pattern.search(data):
-            return None, first_row, f"excluded by none {pattern.pattern!r}"
+            return None, first_row, "none", pattern
     found: tuple[int, int] | None = None
     for pattern in rule.all:
         span = pattern.search(data)
         if span is None:
-            return None, first_row, f"all {pattern.pattern!r} absent"
+            return None, first_row, "all", pattern
         found = found or span
     if rule.any:
         for pattern in rule.any:
             span = pattern.search(data)
             if span is not None:
-                return span, first_row, f"any {pattern.pattern!r}"
-        return None, first_row, "no `any` pattern matched"
-    return found, first_row, "all patterns present"
+                return span, first_row, "any", pattern
+        return None, first_row, "no-any", None
+    return found, first_row, "all-present", None
 
 
 def _verdict(rule: Rule, span: tuple[int, int], first_row: int | None, data: bytes, agent: str,
@@ -181,14 +194,14 @@ def _judge(regions: _Regions, manifest: Manifest, quarantine: Quarantine | None,
             if trace is not None:
                 trace.append(RuleTrace(rule, False, skipped, skipped=True))
             continue
-        span, first_row, why = _match_rule(rule, regions)
+        span, first_row, why, pattern = _match_rule(rule, regions)
         if clock is not None:
             now = clock()
             if now - started > budget and quarantine is not None:  # this result stands (RE2 finished)
                 errors.append(quarantine.add(agent, rule, now - started))
             started = now
         if trace is not None:
-            trace.append(RuleTrace(rule, span is not None, why))
+            trace.append(RuleTrace(rule, span is not None, _why(why, pattern)))
         if span is not None:
             return _verdict(rule, span, first_row, regions.get(rule.region)[1], agent, "; ".join(errors))
     return Verdict("idle", None, agent=agent, error="; ".join(errors))

@@ -40,6 +40,9 @@ class PaneDetector:
 
     def __post_init__(self) -> None:
         self._judged: tuple[Snapshot, Manifest] | None = None
+        # No agent known: the screen and the manifest list last judged by every manifest's rules (a pane
+        # running no agent is re-checked on seeds, foreground news and ticks with its screen unchanged).
+        self._judged_unknown: tuple[Snapshot, list[Manifest]] | None = None
         self._identified: str | None = None
         self._quarantined_for: list[Manifest] | None = None  # the manifest list the quarantine is about
 
@@ -73,7 +76,7 @@ class PaneDetector:
         """Pin the agent (e.g. from the foreground process); None returns to screen identification."""
         if agent_id != self.agent_id:
             self.agent_id = agent_id
-            self._judged = None
+            self._judged = self._judged_unknown = None
             if agent_id is None:
                 self._identified = None
 
@@ -81,7 +84,7 @@ class PaneDetector:
         """Classify the current screen regardless of the schedule (the input guard re-checks this way)."""
         if not self.skip_unchanged:
             self.screen.invalidate()
-            self._judged = None
+            self._judged = self._judged_unknown = None
         snapshot = self.screen.snapshot()
         manifests = self.manifests()
         if manifests is not self._quarantined_for:  # reloaded: every rule gets a fresh chance
@@ -89,6 +92,9 @@ class PaneDetector:
             self._quarantined_for = manifests
         manifest = self.manifest()
         if manifest is None and self.agent_id is None:
+            last = self._judged_unknown
+            if last is not None and last[1] is manifests and (last[0] is snapshot or last[0] == snapshot):
+                return self.verdict  # the same screen, the same rules: neither identity nor verdict can differ
             found = identify(snapshot, manifests)
             if found is not None:
                 self._identified = found.id
@@ -97,6 +103,7 @@ class PaneDetector:
             self.stats.classifications += 1
             self.verdict = (classify_unidentified(snapshot, manifests, self.quarantine) if self.agent_id is None
                             else UNKNOWN)
+            self._judged_unknown = (snapshot, manifests) if self.agent_id is None else None
             return self.verdict
         judged = (snapshot, manifest)
         if self._judged is not None and self._judged[0] is snapshot and self._judged[1] is manifest:

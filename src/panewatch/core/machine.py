@@ -175,6 +175,12 @@ class PaneMachine:
         self._refresh_agent()
         return self._flush(self.check(t))
 
+    def is_due(self, t: float) -> bool:
+        """Whether `tick(t)` would check anything (a live timer may fire for a time since moved later)."""
+        if self.has_exited:
+            return False
+        return (self._settle_due is not None and t >= self._settle_due) or self.detector.due(t)
+
     def tick(self, t: float) -> list[StateChange]:
         """Run the scheduled check; call when `next_due()` has come."""
         if self.has_exited:

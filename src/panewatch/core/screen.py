@@ -47,6 +47,7 @@ class ScreenStats:
 
 
 ReplyHandler = Callable[[bytes], None]
+CellStyle = tuple[str, str, bool, bool]  # (background, foreground, inverse, bold) of one cell
 
 MAX_SIZE = (1000, 500)  # (cols, rows): the largest screen an engine is given
 
@@ -162,6 +163,19 @@ class Screen:
         self._cached = Snapshot(rows=rows, title=title, alt_screen=alt, cursor=(cursor[0], cursor[1]),
                                 width=self.cols)
         return self._cached
+
+    def row_styles(self, row: int) -> list[CellStyle]:
+        """Each cell's look on visible row `row` (background, foreground, inverse, bold), for what a text
+        snapshot cannot tell: which option a dialog drawn in colours has selected. [] when unknown (closed,
+        out of range, an engine error). Costly per cell: for an answer, never per classification."""
+        if self.closed or not 0 <= row < self.rows:
+            return []
+        try:
+            styles = [self._term.style(x, row) for x in range(self.cols)]
+        except Exception:
+            self.stats.engine_errors += 1
+            return []
+        return [(repr(st["bg"]), repr(st["fg"]), bool(st["inverse"]), bool(st["bold"])) for st in styles]
 
     def vt_dump(self) -> bytes:
         """VT bytes that repaint this screen on another terminal (a viewer joining late); b"" on failure."""

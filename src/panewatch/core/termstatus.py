@@ -110,6 +110,9 @@ class Scanner:
     def feed(self, data: bytes) -> list[Found]:
         """The sequences completed in `data`; offsets are into `data`."""
         held, self._held = self._held, b""
+        if not held and INTRO not in data:  # the common chunk: nothing here but maybe an intro's start
+            self._hold_tail(data)
+            return []
         buf = held + data
         base = len(held)
         found: list[Found] = []
@@ -127,13 +130,15 @@ class Scanner:
                 continue
             probe = payload.startswith(PROBE_DATA)
             found.append(Found(after - base, probe, None if probe else parse(payload)))
-        # An ESC at the very end may begin an intro the next chunk completes.
-        tail = buf[-(len(INTRO) - 1):]
-        for k in range(len(tail), 0, -1):
-            if INTRO.startswith(tail[-k:]):
-                self._held = tail[-k:]
-                break
+        self._hold_tail(buf)
         return found
+
+    def _hold_tail(self, buf: bytes) -> None:
+        """An ESC at the very end may begin an intro the next chunk completes: hold what follows it.
+        (INTRO has one ESC, its first byte: the last ESC in the tail is the only candidate.)"""
+        esc = buf.rfind(b"\x1b", max(0, len(buf) - len(INTRO) + 1))
+        if esc >= 0 and INTRO.startswith(buf[esc:]):
+            self._held = buf[esc:]
 
 
 def _terminator(buf: bytes, start: int) -> tuple[int, int]:

@@ -143,6 +143,18 @@ def command(*args: str) -> bytes:
     return (" ".join(quote(a) for a in args) + "\n").encode("utf-8")
 
 
+def routes(client: str, pane_ids: list[str], state: str, per_command: int = 64) -> list[bytes]:
+    """`refresh-client -t CLIENT -A %ID:STATE ...`: which panes' output this client gets (`on`, `off`,
+    `continue`), `per_command` panes a line. The same lines as `command()` writes, built without quoting
+    each `%ID:STATE` through the regex: a watcher of 1000 panes with 63 clients sends 63k of them."""
+    if any(ch in state for ch in "'\\\n\r"):
+        raise ValueError(f"not a pane state: {state!r}")
+    head = command("refresh-client", "-t", client)[:-1]
+    args = [f" -A '{pane_id}:{state}'" if pane_id[:1] == "%" and pane_id[1:].isdigit()
+            else " -A " + quote(f"{pane_id}:{state}") for pane_id in pane_ids]
+    return [head + "".join(args[i:i + per_command]).encode("utf-8") + b"\n" for i in range(0, len(args), per_command)]
+
+
 # Keys by name for send-keys: what the input guard writes (Enter after text, an answer's key, a terminal
 # view's arrows) reaches the pane as tmux's own key, the way a user typing in tmux would send it.
 _NAMED = {b"\r": "Enter", b"\n": "Enter", b"\t": "Tab", b"\x7f": "BSpace", b"\x1b": "Escape",

@@ -28,7 +28,7 @@ from panewatch.core.history import HISTORY_BYTES
 from panewatch.core.machine import Foreground, PaneMachine, StateChange
 from panewatch.core.manifest import Manifest
 from panewatch.core.policy import ChangeDrivenSchedule, PolicyConfig, Schedule
-from panewatch.core.screen import Screen, Snapshot
+from panewatch.core.screen import CellStyle, Screen, Snapshot
 from panewatch.runtime.process import ForegroundTracker
 from panewatch.runtime.version import ProcessVersions
 
@@ -176,8 +176,14 @@ class PaneDriver:
         if token != self._due or self._loop is None:
             return  # superseded by an earlier time, or the pane stopped
         self._due, self._due_at = None, float("inf")
-        self._publish(self.machine.tick(self._loop.time()))
+        now = self._loop.time()
+        if self.machine.is_due(now):
+            self._before_check(now)
+        self._publish(self.machine.tick(now))
         self._arm()
+
+    def _before_check(self, now: float) -> None:
+        """A scheduled check is about to classify the screen (the source may look at who holds it first)."""
 
     def classify_now(self) -> PaneState:
         """Re-classify the screen now, whatever the schedule says, and return the combined state: the
@@ -263,6 +269,10 @@ class PaneDriver:
 
     def snapshot(self) -> Snapshot:
         return self.screen.snapshot()
+
+    def row_styles(self, row: int) -> list[CellStyle]:
+        """The cells' looks on one visible row (core/screen.py): what the guard reads a selection from."""
+        return self.screen.row_styles(row)
 
     # -- publishing ------------------------------------------------------------------------------
 

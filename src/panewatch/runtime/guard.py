@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from panewatch.core.classify import Verdict
-from panewatch.core.prompt import Option, Prompt, parse_prompt
+from panewatch.core.prompt import Option, Prompt, parse_prompt, read_selection
 from panewatch.core.screen import Snapshot
 from panewatch.errors import (
     AgentExitedError,
@@ -61,6 +61,7 @@ from panewatch.errors import (
     PaneBusyError,
     PaneNotResyncedError,
     PromptChangedError,
+    SelectionUnseenError,
     UnknownOptionError,
 )
 
@@ -137,11 +138,15 @@ class InputGuard:
         """The prompt on screen now (what a UI shows the user before asking for an answer)."""
         return self._prompt(self.pane.classify_now())
 
-    def _prompt(self, checked: HasState) -> Prompt:
+    def _prompt(self, checked: HasState, *, selection: bool = True) -> Prompt:
         # The screen verdict's row helps find the question; a pane returning its combined state may
         # still expose the verdict it was computed from.
         verdict = checked if isinstance(checked, Verdict) else getattr(self.pane, "verdict", None)
-        return parse_prompt(self.pane.snapshot(), verdict if isinstance(verdict, Verdict) else None)
+        prompt = parse_prompt(self.pane.snapshot(), verdict if isinstance(verdict, Verdict) else None)
+        row_styles = getattr(self.pane, "row_styles", None)  # the selection of a row drawn in colours
+        if selection and not prompt.selection_seen and prompt.choice_row is not None and row_styles is not None:
+            prompt = read_selection(prompt, row_styles(prompt.choice_row))  # same moment as the snapshot
+        return prompt
 
     async def send(self, text: str, enter: bool = True) -> None:
         """Type `text` (and Enter) into the pane, unless it waits on a prompt or its agent is gone."""
@@ -174,6 +179,8 @@ class InputGuard:
             chosen = prompt.option(option)
             if chosen is None:
                 raise UnknownOptionError(option, prompt)
+            if prompt.needs_selection(chosen):
+                raise SelectionUnseenError(prompt)
             start = self.pane.clock()
             self.pane.write(chosen.key.encode("utf-8"))
         # Out of the turn: the next write waits for what this key causes anyway, and need not wait for
@@ -181,7 +188,8 @@ class InputGuard:
         while True:
             await asyncio.sleep(POLL_INTERVAL)  # lets the pane's read loop feed the agent's redraw
             checked = self.pane.classify_now()
-            after = self._prompt(checked) if checked.state == "blocked" else None
+            # only its fingerprint matters here: no need to read the selection every poll
+            after = self._prompt(checked, selection=False) if checked.state == "blocked" else None
             # Cleared: not blocked any more, or blocked on a different (the next) prompt.
             cleared = after is None or after.fingerprint != fingerprint
             elapsed = self.pane.clock() - start

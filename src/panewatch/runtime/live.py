@@ -31,7 +31,8 @@ from panewatch.runtime.pty import PtySession
 
 log = logging.getLogger("panewatch.runtime.live")
 
-FOREGROUND_POLL = 0.5  # seconds; output also triggers a (cheap) check
+FOREGROUND_POLL = 0.5  # seconds; output also has it looked at before the check it leads to
+SWEEP_SLICES = 10  # the foreground sweep's round in this many ticks (ForegroundSweep)
 MANIFEST_POLL = 1.0
 EXIT_DRAIN = 0.5  # after the child exits, wait this long at most for its last output
 
@@ -137,14 +138,18 @@ class ManifestWatcher:
 class ForegroundSweep:
     """One timer per event loop polls the foreground of every live pane on it each FOREGROUND_POLL:
     with a timer per pane, 1000 panes cost 2000 timer callbacks a second (a handle each, the heap,
-    a loop turn) for what is one cheap `tcgetpgrp` per pane. A pane that fails is logged; the sweep
-    goes on to the others."""
+    a loop turn) for what is one cheap `tcgetpgrp` per pane. Each round is cut into SWEEP_SLICES
+    slices, one per tick (a 1000-pane round in one callback held the loop for 15-30 ms, a latency
+    spike for every pane behind it): each pane is still polled once a round. A pane that fails is
+    logged; the sweep goes on to the others."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._panes: dict[int, LivePane] = {}  # by id(): insertion order is the polling order
         self._handle: asyncio.TimerHandle | None = None
-        self.sweeps = 0
+        self._round: list[LivePane] = []  # this round's panes, taken as it began
+        self._slice = 0  # the next slice of the round
+        self.sweeps = 0  # slices that polled panes
 
     @classmethod
     def of(cls, loop: asyncio.AbstractEventLoop) -> ForegroundSweep:
@@ -156,27 +161,36 @@ class ForegroundSweep:
     def add(self, pane: LivePane) -> None:
         self._panes[id(pane)] = pane
         if self._handle is None:
-            self._handle = self._loop.call_later(FOREGROUND_POLL, self._sweep)
+            self._handle = self._loop.call_later(FOREGROUND_POLL / SWEEP_SLICES, self._sweep)
 
     def remove(self, pane: LivePane) -> None:
         self._panes.pop(id(pane), None)
         if not self._panes and self._handle is not None:
             self._handle.cancel()
             self._handle = None
+            self._round, self._slice = [], 0
 
     def __len__(self) -> int:
         return len(self._panes)
 
     def _sweep(self) -> None:
         self._handle = None
-        self.sweeps += 1
-        for pane in list(self._panes.values()):
+        if self._slice == 0:
+            self._round = list(self._panes.values())
+        size = -(-len(self._round) // SWEEP_SLICES)  # ceil: the last slices may be empty
+        part = self._round[self._slice * size:(self._slice + 1) * size]
+        self._slice = (self._slice + 1) % SWEEP_SLICES
+        if part:
+            self.sweeps += 1
+        for pane in part:
+            if id(pane) not in self._panes:
+                continue  # removed during the round
             try:
                 pane._poll_foreground()
             except Exception:  # one pane's failure must not stop the others' polls
                 log.exception("foreground poll of pane %s failed", pane.pane_id)
         if self._panes and self._handle is None:
-            self._handle = self._loop.call_later(FOREGROUND_POLL, self._sweep)
+            self._handle = self._loop.call_later(FOREGROUND_POLL / SWEEP_SLICES, self._sweep)
 
 
 _SWEEPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ForegroundSweep] = weakref.WeakKeyDictionary()
@@ -225,6 +239,7 @@ class LivePane(PaneDriver):
         self._decoders = {k: codecs.getincrementaldecoder("utf-8")("replace") for k in ("o", "i")}
         self._session: PtySession | None = None
         self._fg_first: asyncio.Handle | None = None
+        self._fg_stale = False  # output arrived since the foreground was last looked at
         self._fg_sweep: ForegroundSweep | None = None
         self._exit_task: asyncio.Task[None] | None = None
         self._done: asyncio.Event | None = None
@@ -330,9 +345,8 @@ class LivePane(PaneDriver):
         now = self._loop.time()
         if self.on_output is not None:
             self.on_output(data)  # the user's terminal first: detection must not add latency to it
+        self._fg_stale = True  # looked at before the check this output leads to (`_before_check`)
         self._feed(now, data)
-        if self._session is not None:
-            self._foreground_changed(now, self._session.foreground_pgid())
         self._record(now, "o", data)
 
     def write(self, data: bytes) -> None:
@@ -368,12 +382,20 @@ class LivePane(PaneDriver):
             self._cast = None
             self._file_failed("the recording", self._record_fh, exc)
 
+    def _before_check(self, now: float) -> None:
+        # Output may come from a job that just took the pane (an agent started from the shell, the
+        # shell back after it): the screen is judged with who holds the pane now. Once per check, not
+        # per read: a streaming pane's 30-100 reads a second each cost a tcgetpgrp and a tracker poll.
+        if self._fg_stale:
+            self._poll_foreground()
+
     def _first_poll(self) -> None:
         self._fg_first = None
         self._poll_foreground()
 
     def _poll_foreground(self) -> None:
         assert self._loop is not None
+        self._fg_stale = False
         if self._session is None or self.exit_code is not None:
             return
         self._foreground_changed(self._loop.time(), self._session.foreground_pgid())

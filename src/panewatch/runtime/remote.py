@@ -273,8 +273,8 @@ class RemoteWatcher(TmuxWatcher):
     def _on_event(self, client: ControlClient, event: Event) -> None:
         if isinstance(event, Notification) and event.name == "subscription-changed" and len(event.args) >= 5 \
                 and event.args[0] == SUBSCRIPTION:
-            pane = self.panes.get(event.args[4])
-            if isinstance(pane, RemotePane) and pane.client is client:
+            pane = self.panes.get(event.args[4])  # one client per session subscribes, for all its panes
+            if isinstance(pane, RemotePane):
                 _, _, value = event.line.partition(b" : ")
                 pane.command_changed(value.decode("utf-8", "replace").strip())
             return

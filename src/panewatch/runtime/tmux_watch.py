@@ -1,10 +1,12 @@
 """Every pane of a tmux server, each with its own PaneMachine, through control mode.
 
-    TmuxWatcher   one per server: discovers sessions and panes (`list-panes -a`), keeps ONE control
-                  client per session (tmux sends a client `%output` only for its session's panes),
-                  follows what tmux reports (windows and panes added and closed, layouts and sizes,
-                  renames, session changes, modes, pause/continue, the server's exit) and resyncs
-                  the pane list after each structural notification (debounced).
+    TmuxWatcher   one per server: discovers sessions and panes (`list-panes -a`), keeps control
+                  clients per session (tmux sends a client `%output` only for its session's panes;
+                  one per PANES_PER_CLIENT panes, each taking only its own panes' output, all the
+                  missing ones attached at once), ONE of which holds the session's current-command
+                  subscription; follows what tmux reports (windows and panes added and closed,
+                  layouts and sizes, renames, session changes, modes, pause/continue, the server's
+                  exit) and resyncs the pane list after each structural notification (debounced).
     TmuxPane      one tmux pane: a PaneDriver (runtime/driver.py, as `run` panes) fed the pane's
                   `%output` bytes; seeded on discovery from tmux's own view of the pane (capture-pane
                   with attributes, alternate screen, cursor, title) and judged at once, so a dialog
@@ -48,7 +50,7 @@ from panewatch.core.tmux_formats import (
     seed_bytes,
     tripping_hooks,
 )
-from panewatch.core.tmux_protocol import Event, Notification, Output, Reply, command, send_keys
+from panewatch.core.tmux_protocol import Event, Notification, Output, Reply, command, routes, send_keys
 from panewatch.errors import PaneInModeError, TmuxError
 from panewatch.runtime.driver import Manifests, PaneDriver
 from panewatch.runtime.tmux import ControlClient, TmuxServer, check_version
@@ -70,8 +72,12 @@ SUBSCRIPTION = "panewatch-cmd"
 # 8 KiB / (its pending panes) / 3 bytes a round (control.c, at least 32): with 200 busy panes on one
 # client a 2 KiB frame needs dozens of rounds and arrives ~0.8 s late (measured: `%extended-output` age
 # median 777 ms at 200 panes, 0 at 50). Several clients per session, each taking only its own panes'
-# output (`refresh-client -A %ID:off` for the others), keep a frame to one or two rounds.
-PANES_PER_CLIENT = 16
+# output (`refresh-client -A %ID:off` for the others), keep a frame to a few rounds. Each client costs
+# an attach, a process, and an `off` for every other pane of its session (clients x panes at start-up);
+# measured at 1000 busy panes (notes/tmuxscale.md), 64 a client (16 clients) was as fast as or faster
+# than 16 (63 clients) and 32, and 250 (4 clients) slower again. A flooding pane is paused by tmux
+# after PAUSE_AFTER whatever its client; until then it only takes its share of its client's rounds.
+PANES_PER_CLIENT = 64
 HOOKS_RECHECK = 30.0  # seconds: a user who guarded their hooks sees their panes watched within this
 ROUTES_PER_COMMAND = 64
 
@@ -262,8 +268,7 @@ class TmuxWatcher:
         self.server = server
         self.attach_hooks = attach_hooks  # "skip": never attach where the user's hooks would run; "run": attach
         self.on_skipped = on_skipped  # (session name or "" = every session, hooks): not watched. Else a log line
-        self.skipped: dict[str, list[str]] = {}
-        self._hooks_seen: dict[str, tuple[float, list[str]]] = {}
+        self._hooks_seen: dict[str, tuple[float, list[str]]] = {}  # scope -> (when asked, tripping hooks)
         self._names: dict[str, str] = {}  # session id -> name, for what we say about a session
         self.manifests = manifests
         self.policy = policy
@@ -281,8 +286,14 @@ class TmuxWatcher:
         self._closing = False
         self._fg_polled = 0.0
         self._resync_lock = asyncio.Lock()
+        self.subscribers: dict[str, ControlClient] = {}  # by session id: the client holding its subscription
         self.hooks = TmuxReports(server, hooks, self._report_sink, time.monotonic) if hooks is not None else None
         self._hooks_task: asyncio.Task[None] | None = None
+
+    @property
+    def skipped(self) -> dict[str, list[str]]:
+        """The scopes not watched because of the user's hooks (session id, "" = the server): their hooks."""
+        return {scope: hooks for scope, (_, hooks) in self._hooks_seen.items() if hooks}
 
     def _report_sink(self, pane_id: str) -> Callable[[Report], None] | None:
         """Where an installed hook's report for tmux pane `pane_id` goes: the pane's driver, once it runs."""
@@ -313,9 +324,9 @@ class TmuxWatcher:
                 await self._hooks_task
         if self.hooks is not None:
             await self.hooks.close()
-        for client in self._all_clients():
-            await client.close()
+        await asyncio.gather(*(client.close() for client in self._all_clients()))
         self.clients.clear()
+        self.subscribers.clear()
         for pane in list(self.panes.values()):
             pane.stop()
 
@@ -398,13 +409,22 @@ class TmuxWatcher:
                 listed[info.pane_id] = info
         per_session = Counter(i.session_id for i in listed.values())
         self._names.update((i.session_id, i.session_name) for i in listed.values())
-        for session, count in sorted(per_session.items()):
-            want = max(1, -(-count // PANES_PER_CLIENT))
-            if not self._live(session) and (await self._tripping("") or await self._tripping(session)):
-                continue
-            while len(self._live(session)) < want:
-                if not await self._attach(session):
-                    break
+        # Every missing client of every session at once: one after another, each attach waits on tmux
+        # (a process to start, then its name), and at 1000 panes that was most of a 30 s start-up.
+        fresh = [session for session in sorted(per_session) if not self._live(session)]
+        if fresh and await self._tripping(""):
+            guarded = set(fresh)  # the server's own hooks would run for any client of ours
+        else:
+            hooks = await asyncio.gather(*(self._tripping(session) for session in fresh))
+            guarded = {session for session, found in zip(fresh, hooks, strict=True) if found}
+        attaches = [self._attach(session) for session, count in sorted(per_session.items()) if session not in guarded
+                    for _ in range(clients_for(count) - len(self._live(session)))]
+        if attaches:
+            await asyncio.gather(*attaches)
+        if self._closing:
+            return
+        for session in per_session:
+            self._subscribe(session)
         load = Counter(id(p.client) for p in self.panes.values())
         added: list[TmuxPane] = []
         for pane_id, info in listed.items():
@@ -441,15 +461,17 @@ class TmuxWatcher:
         except (TmuxError, OSError):
             lines = []  # no server (list-panes says so next) or no such session any more
         hooks = tripping_hooks(lines)
+        before = seen[1] if seen is not None else []
         self._hooks_seen[session] = (now, hooks)
-        if hooks and self.skipped.get(session) != hooks:
-            self.skipped[session] = hooks
+        name = self._names.get(session, session)
+        if hooks and hooks != before:  # said once per change, not at every recheck
             if self.on_skipped is not None:
-                self.on_skipped(self._names.get(session, session), hooks)
+                self.on_skipped(name, hooks)
             else:
-                log.warning("%s", skipped_message(self.server.label, self._names.get(session, session), hooks))
-        elif not hooks and self.skipped.pop(session, None) is not None:
-            log.info("tmux on %s: hooks guarded; watching %s", self.server.label, session or "the server")
+                log.warning("%s", skipped_message(self.server.label, name, hooks))
+        elif before and not hooks:
+            log.info("tmux on %s: hooks guarded; watching %s", self.server.label, f"session {name}" if name else
+                     "the server")
         return hooks
 
     def _client_for(self, info: PaneInfo, pane: TmuxPane | None, load: Counter[int]) -> ControlClient | None:
@@ -467,12 +489,25 @@ class TmuxWatcher:
             log.info("tmux session %s on %s: %s", session, self.server.label, exc)
             self._forget(client)
             return False
-        # tmux checks subscriptions about once a second and tells us when a pane's command changed
-        lines = [command("refresh-client", "-t", client.name, "-B", f"{SUBSCRIPTION}:%*:#{{pane_current_command}}")]
         # a new client starts with every pane of its session on: the panes others watch go off here
-        lines += _routes(client, [p.pane_id for p in self.panes.values() if p.client.session == session], "off")
-        client.send(lines)
+        client.send(_routes(client, [p.pane_id for p in self.panes.values() if p.client.session == session], "off"))
         return True
+
+    def _subscribe(self, session: str) -> None:
+        """ONE client per session asks tmux to tell us when a pane's command changes (`%*`: every pane of
+        the session): tmux re-expands a subscription for each of its panes about once a second, per client
+        holding it, and on the server's own time (at 1000 panes with 63 clients each subscribed: 63k
+        expansions, each a /proc read, a second, and 63k notifications at attach)."""
+        holder = self.subscribers.get(session)
+        if holder is not None and not holder.closed.is_set():
+            return
+        live = self._live(session)
+        if not live:
+            self.subscribers.pop(session, None)
+            return
+        self.subscribers[session] = live[0]
+        live[0].send([command("refresh-client", "-t", live[0].name, "-B",
+                              f"{SUBSCRIPTION}:%*:#{{pane_current_command}}")])
 
     def _route(self, panes: list[TmuxPane]) -> None:
         """Only a pane's own client gets its output; its session's other clients turn it off (batched:
@@ -486,6 +521,8 @@ class TmuxWatcher:
                             + _routes(client, [p.pane_id for p in group if p.client is not client], "off"))
 
     def _forget(self, client: ControlClient) -> None:
+        if self.subscribers.get(client.session) is client:
+            del self.subscribers[client.session]  # the next resync gives the subscription to another
         clients = self.clients.get(client.session, [])
         if client in clients:
             clients.remove(client)
@@ -585,6 +622,11 @@ class TmuxWatcher:
         self.schedule_resync()
 
 
+def clients_for(panes: int) -> int:
+    """How many control clients watch a session of `panes` panes."""
+    return max(1, -(-panes // PANES_PER_CLIENT))
+
+
 def skipped_message(server: str, session: str, hooks: list[str]) -> str:
     """Why a session ("": every session) of tmux on `server` is not watched, and the user's two ways out."""
     where = f"session {session}" if session else "any session"
@@ -595,6 +637,4 @@ def skipped_message(server: str, session: str, hooks: list[str]) -> str:
 
 def _routes(client: ControlClient, pane_ids: list[str], state: str) -> list[bytes]:
     """`refresh-client -A %ID:STATE` for each pane, several panes a command, for this client by name."""
-    return [command("refresh-client", "-t", client.name, *(arg for pane_id in pane_ids[i:i + ROUTES_PER_COMMAND]
-                                                           for arg in ("-A", f"{pane_id}:{state}")))
-            for i in range(0, len(pane_ids), ROUTES_PER_COMMAND)]
+    return routes(client.name, pane_ids, state, ROUTES_PER_COMMAND)

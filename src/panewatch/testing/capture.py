@@ -31,7 +31,7 @@ from panewatch.core.cast import CastWriter, read_cast
 from panewatch.core.screen import Snapshot
 from panewatch.errors import PanewatchError
 from panewatch.runtime.version import VersionCache, package_version
-from panewatch.testing.capture_truth import Literals, TruthError, derive_timeline
+from panewatch.testing.capture_truth import Literals, TruthError, busy_shown, derive_timeline
 from panewatch.testing.drive import PtyAgent
 from panewatch.testing.homes import MOCK_KIND, find_agents_bin, prepare
 from panewatch.testing.mock import MockServer
@@ -66,6 +66,7 @@ class AgentProfile:
     inline_args: tuple[str, ...] = ()
     inline_env: dict[str, str] = field(default_factory=dict)
     answers: dict[str, str] = field(default_factory=dict)  # per-scenario key, when not `answer`
+    refuse: str = "\x1b"  # the key that refuses a dialog (a line REPL takes no Esc: Aider's 'n' + Enter)
     python: bool = False  # a PyPI package in its own venv (install-agents), not an npm one
     questions_after_reply: bool = False  # no tool calls: the agent asks after the model's final reply (Aider)
     line_repl: bool = False  # Enter hands the line over: working from the frame after it (Aider)
@@ -163,6 +164,7 @@ PROFILES: dict[str, AgentProfile] = {
                  "trap": ("", 0),
                  "slow": ("", 0)},
         answer="y\r",
+        refuse="n\r",  # Esc does nothing at its prompt_toolkit question; the question stays up
         python=True,
         questions_after_reply=True,
         line_repl=True,
@@ -238,7 +240,7 @@ class _Recording:
 
 
 def _idle(text: str, profile: AgentProfile, final: str) -> bool:
-    return final in text and any(r in text for r in profile.ready) and not any(b in text for b in profile.busy)
+    return final in text and any(r in text for r in profile.ready) and not busy_shown(text, profile.busy, final)
 
 
 def capture(agent: str, scenario: str, *, cols: int = 120, rows: int = 32, inline: bool = False,
@@ -281,7 +283,7 @@ def declines(profile: AgentProfile, scenario: str, key: str) -> bool:
 
 def literals(profile: AgentProfile, scenario: str) -> tuple[Literals, int]:
     literal, n_dialogs = profile.dialogs.get(scenario, ("", 0))
-    return Literals(profile.ready, profile.busy, (literal,) if literal else ()), n_dialogs
+    return Literals(profile.ready, profile.busy, (literal,) if literal else (), final_literal(scenario)), n_dialogs
 
 
 def rederive(folder: Path) -> dict[str, Any]:

@@ -24,8 +24,9 @@ Replaying the cast's output on an emulated screen (the pane's view, frame by fra
              to the first frame where it is gone (working again from there); a gap shorter than
              FLICKER between two such stretches is no gap (a redraw split across two reads)
     idle     from the first frame after the end_turn reply that shows the composer with neither
-             the busy marker nor a dialog (after a refused dialog that ended the turn: after the
-             dialog is gone)
+             the busy marker (below the final reply's text: a reply may quote one) nor a dialog
+             (after a refused dialog that ended the turn: as the dialog goes, unless the agent shows
+             itself busy longer than FLICKER first; then from the first such frame)
     ignore   from the driver's `exit` marker (SIGTERM; the agent tears its screen down)
 
 Working therefore spans quiet tool calls and the model's silences: the scenario says the turn is
@@ -86,6 +87,15 @@ class Literals:
     ready: tuple[str, ...]  # the composer, waiting for a task
     busy: tuple[str, ...]  # shown only while a turn runs
     dialog: tuple[str, ...]  # the scenario's dialog question(s); empty: no dialog expected
+    final: str = ""  # text of the turn's final reply (capture.final_literal); empty: not known
+
+
+def busy_shown(text: str, busy: Iterable[str], final: str = "") -> bool:
+    """A busy marker on screen, not counting the final reply's own text: a reply may quote one (the prose
+    scenario quotes Codex's 'esc to cancel', Qwen's own marker), while the agent draws its marker below
+    the reply (spinner row, footer). Without the final text on screen, anywhere counts."""
+    at = text.rfind(final) if final else -1
+    return _shows(text[at:] if at >= 0 else text, busy)
 
 
 def tool_windows(mock_events: Sequence[dict[str, Any]]) -> list[tuple[float, float]]:
@@ -190,16 +200,31 @@ def derive_timeline(cast: Cast, mock_events: Sequence[dict[str, Any]], lit: Lite
              and e.get("stop_reason") == "end_turn"]
     if not final and not (declined and stretches):
         raise TruthError("the mock never sent the turn's final (end_turn) reply")
-    if not final:  # refused, and the agent asked the model nothing more: idle as the dialog goes
-        timeline[-1] = {"t": stretches[-1][1], "state": "idle", "note": "dialog refused: the turn ended there"}
+    if not final:  # refused, and the agent asked the model nothing more: idle once it has wound the turn down
+        # Copilot 1.0.102 shows '● Cancelling', then its 'Working … esc esc interrupt' footer, for a second
+        # after the dialog goes; Claude, Codex and Gemini show their composer at once.
+        gone = stretches[-1][1]
+        back = next((f for f in shots if f.t >= gone and _shows(f.text, lit.ready)
+                     and not busy_shown(f.text, lit.busy) and not _shows(f.text, lit.dialog)), None)
+        if back is None:
+            raise TruthError("the composer never came back after the refused dialog")
+        if back.t - gone < FLICKER:  # the composer redrawn a few ms after the dialog: one change to the eye
+            timeline[-1] = {"t": gone, "state": "idle", "note": "dialog refused: the turn ended there"}
+        else:
+            timeline.append({"t": back.t, "state": "idle", "note": "dialog refused: the turn wound down"})
         timeline.append({"t": exit_at, "state": "ignore", "note": "capture over: SIGTERM, the agent exits"})
         return _sorted_unique(timeline)
     after = max(final[-1], timeline[-1]["t"])
     idle = next((f for f in shots if f.t >= after and _shows(f.text, lit.ready)
-                 and not _shows(f.text, lit.busy) and not _shows(f.text, lit.dialog)), None)
+                 and not busy_shown(f.text, lit.busy, lit.final) and not _shows(f.text, lit.dialog)), None)
     if idle is None:
         raise TruthError("the composer never came back after the final reply")
-    timeline.append({"t": idle.t, "state": "idle", "note": "final reply shown, composer back, busy marker gone"})
+    if declined and stretches and after == stretches[-1][1] and idle.t - after < FLICKER:
+        # Refused after the final reply (Aider asks once the reply is in): the prompt redrawn a few ms after
+        # the question is answered is one change to the eye, not a working stretch.
+        timeline[-1] = {"t": after, "state": "idle", "note": "dialog refused, the prompt back"}
+    else:
+        timeline.append({"t": idle.t, "state": "idle", "note": "final reply shown, composer back, busy marker gone"})
     timeline.append({"t": exit_at, "state": "ignore", "note": "capture over: SIGTERM, the agent exits"})
     return _sorted_unique(timeline)
 

@@ -15,7 +15,7 @@ with what the driver saw: the CLI changed under the profile's literals.
     idle        a short reply, then the composer left alone        (text, held longer)
     trap        a reply quoting the agent's own dialog as prose    (trap: never blocked)
     prose       markdown lists and rules, every agent's dialog lines as plain reply text (prose)
-    esc         a permission dialog refused with Esc               (bash, Esc)
+    esc         a permission dialog refused with Esc               (bash, Esc; a line REPL: its 'no' answer)
 """
 
 from __future__ import annotations
@@ -36,8 +36,6 @@ from panewatch.golden.run import CaseResult, run_case
 from panewatch.golden.scoring import LATENCY_BOUND, Segment
 from panewatch.testing.capture import HOLD, PROFILES, CaptureError, capture
 
-ESC = "\x1b"
-
 
 @dataclass(frozen=True, slots=True)
 class Scenario:
@@ -45,6 +43,7 @@ class Scenario:
     capture: str  # the capture (mock) scenario
     what: str
     answer: str | None = None  # None: the agent's allow-once key
+    refuse: bool = False  # answered with the agent's refusing key (AgentProfile.refuse: Esc, Aider's n⏎)
     hold: float = HOLD  # seconds each dialog and the final idle screen stay up
 
 
@@ -55,7 +54,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("idle", "text", "short turn, then idle for a while", hold=4.0),
     Scenario("trap", "trap", "reply quoting the agent's own dialog (never blocked)"),
     Scenario("prose", "prose", "markdown lists, rules and dialog lines as plain prose"),
-    Scenario("esc", "bash", "permission dialog refused with Esc", answer=ESC),
+    Scenario("esc", "bash", "permission dialog refused (Esc; a line REPL: n⏎)", refuse=True),
 )
 
 
@@ -172,8 +171,9 @@ def _one(agent: str, scenario: Scenario, manifests: list[Manifest], manifest: Ma
     started = time.monotonic()
     name = _case_name(scenario, cols, rows) + ("_again" if again else "")
     try:
+        answer = PROFILES[agent].refuse if scenario.refuse else scenario.answer
         captured = capture(agent, scenario.capture, cols=cols, rows=rows, out=root, case=name,
-                           answer=scenario.answer, delay=delay, bin_dir=bin_dir, hold=scenario.hold)
+                           answer=answer, delay=delay, bin_dir=bin_dir, hold=scenario.hold)
     except CaptureError as exc:
         return ScenarioResult(scenario, time.monotonic() - started, error=str(exc))
     case = next(c for c in find_cases([captured.folder]))

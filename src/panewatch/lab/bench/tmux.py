@@ -4,8 +4,11 @@ through control mode (ours) and, in the same run, the peers' way: `capture-pane`
 
 Each pane runs `cat FIFO`; one load-generator process (`panewatch.lab.loadgen`) draws the fakes into
 the FIFOs and writes the true states (only the scorer reads them; scoring is bench/scale.py's). CPU is
-this process plus its tmux clients or capture subprocesses (% of one core), the tmux server's apart;
-memory is this process's RSS growth per pane; latency runs from the prompt drawn to the pane blocked.
+this process plus its tmux clients or capture subprocesses (% of one core, and in CPU seconds: the box
+is shared, so wall-clock figures move with the load average printed at both ends of each phase), the
+tmux server's apart; memory is this process's RSS growth per pane; latency runs from the prompt's bytes
+written (the fake's truth) to the pane's event; start-up is from the watcher's start to every pane
+judged (the poller: its first round over every pane), wall and CPU seconds.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from pathlib import Path
 
 import psutil
 
-from panewatch.core.machine import PaneMachine
+from panewatch.core.machine import PaneMachine, StateChange
 from panewatch.core.tmux_formats import PANE_FORMAT, parse_pane, seed_bytes
 from panewatch.lab.bench.scale import Phase, _fmt, _score
 from panewatch.lab.loadgen import fifo_path
@@ -41,6 +44,12 @@ POLL = 0.5  # the peers' capture interval
 class Row:
     phase: Phase
     tmux_server_cpu: float = 0.0  # % of one core
+    cpu_seconds: float = 0.0  # the watcher's CPU over the window (this process + its clients)
+    start_wall: float = 0.0  # seconds from start to every pane judged once
+    start_cpu: float = 0.0  # CPU seconds of this process (and reaped children) over the same
+    clients: int = 0  # control clients attached at the end of the window
+    load_start: float = 0.0  # 1-minute load average before the phase's server is made
+    load_end: float = 0.0  # ... and at the end of its window
 
 
 def _cpu(procs: list[psutil.Process]) -> float:
@@ -64,6 +73,7 @@ def _tmux(server: TmuxServer, *args: str) -> str:
 
 async def _phase(name: str, panes: int, seconds: float, seed: int) -> Row:
     phase = Phase(name, panes)
+    row = Row(phase, load_start=os.getloadavg()[0])
     events: list[tuple[str, float, str]] = []
     with tempfile.TemporaryDirectory(prefix="pwb-", dir="/tmp") as tmp:
         folder = Path(tmp)
@@ -85,15 +95,23 @@ async def _phase(name: str, panes: int, seconds: float, seed: int) -> Row:
         rss_before = psutil.Process().memory_info().rss
         watcher: TmuxWatcher | None = None
         poller: asyncio.Task[None] | None = None
+        judged: set[str] = set()
+        cpu_start, wall_start = _self_cpu(), time.monotonic()
         if name.startswith("control"):
             def on_added(pane: TmuxPane) -> None:
-                pane.subscribe(lambda c: events.append((index_of.get(c.pane, c.pane), c.wall or time.time(),
-                                                        c.new.state)))
+                def on_change(c: StateChange) -> None:
+                    judged.add(c.pane)
+                    events.append((index_of.get(c.pane, c.pane), c.wall or time.time(), c.new.state))
+
+                pane.subscribe(on_change)
 
             watcher = TmuxWatcher(server, ManifestWatcher(), on_added=on_added)
             await watcher.start()
         else:
-            poller = asyncio.get_running_loop().create_task(_poll(server, index_of, events))
+            poller = asyncio.get_running_loop().create_task(_poll(server, index_of, events, judged))
+        while len(judged) < panes and time.monotonic() - wall_start < 120:
+            await asyncio.sleep(0.01)
+        row.start_wall, row.start_cpu = time.monotonic() - wall_start, _self_cpu() - cpu_start
         gen = subprocess.Popen([sys.executable, "-m", "panewatch.lab.loadgen", "--fifo-dir", str(folder),
                                 "--panes", str(panes), "--truth", str(folder / "truth.jsonl"), "--seconds",
                                 str(seconds), "--seed", str(seed)])
@@ -106,8 +124,11 @@ async def _phase(name: str, panes: int, seconds: float, seed: int) -> Row:
             await asyncio.sleep(max(1.0, seconds - WARMUP - 1.0))
             phase.window = time.monotonic() - wall0
             clients = [p for p in clients if p.is_running()]
-            phase.cpu_percent_of_core = (_self_cpu() - cpu0 + _cpu(clients) - clients0) / phase.window * 100
-            tmux_cpu = (_cpu([server_proc]) - server0) / phase.window * 100
+            row.cpu_seconds = _self_cpu() - cpu0 + _cpu(clients) - clients0
+            phase.cpu_percent_of_core = row.cpu_seconds / phase.window * 100
+            row.tmux_server_cpu = (_cpu([server_proc]) - server0) / phase.window * 100
+            row.load_end = os.getloadavg()[0]
+            row.clients = sum(len(c) for c in watcher.clients.values()) if watcher is not None else 0
             while gen.poll() is None:
                 await asyncio.sleep(0.1)
         finally:
@@ -124,10 +145,11 @@ async def _phase(name: str, panes: int, seconds: float, seed: int) -> Row:
             subprocess.run(server.argv("kill-server"), capture_output=True, timeout=60)
         truth = [json.loads(line) for line in (folder / "truth.jsonl").read_text().splitlines() if line.strip()]
         _score(phase, truth, events, end)
-    return Row(phase, tmux_cpu)
+    return row
 
 
-async def _poll(server: TmuxServer, index_of: dict[str, str], events: list[tuple[str, float, str]]) -> None:
+async def _poll(server: TmuxServer, index_of: dict[str, str], events: list[tuple[str, float, str]],
+                judged: set[str]) -> None:
     """The peers' watcher: every POLL seconds, `tmux capture-pane` per pane (a subprocess each), judged."""
     manifests = ManifestWatcher()
     machines: dict[str, PaneMachine] = {}
@@ -148,6 +170,7 @@ async def _poll(server: TmuxServer, index_of: dict[str, str], events: list[tuple
             machine.output(now, seed_bytes(info, out.split(b"\n")))
             for change in machine.check(now):
                 events.append((index_of.get(info.pane_id, info.pane_id), time.time(), change.new.state))
+            judged.add(info.pane_id)
         await asyncio.sleep(max(0.0, POLL - (loop.time() - started)))
 
 
@@ -166,12 +189,16 @@ def run_tmux(panes: int, seconds: float = 30.0, seed: int = 7) -> list[Row]:
 
 
 def report(rows: list[Row]) -> str:
-    out = ["| panes | watcher | CPU (% of one core) | tmux server CPU % | RSS per pane (MB) | prompts | missed "
-           "| latency median / max (s) | false blocked |", "|" + "---|" * 9]
+    out = ["| panes | watcher | CPU (% of one core) | CPU s | tmux server CPU % | RSS per pane (MB) | clients "
+           "| start-up s (CPU s) | prompts | missed | latency median / max (s) | false blocked "
+           "| load avg start → end |",
+           "|" + "---|" * 13]
     for row in rows:
         p = row.phase
-        out.append(f"| {p.panes} | {p.name} | {p.cpu_percent_of_core:.1f} | {row.tmux_server_cpu:.1f} | "
-                   f"{p.rss_per_pane_mb:.3f} | {p.prompts} | {p.missed} | {_fmt(p.latencies)} | {p.false_blocked} |")
+        out.append(f"| {p.panes} | {p.name} | {p.cpu_percent_of_core:.1f} | {row.cpu_seconds:.1f} | "
+                   f"{row.tmux_server_cpu:.1f} | {p.rss_per_pane_mb:.3f} | {row.clients or '-'} | "
+                   f"{row.start_wall:.2f} ({row.start_cpu:.2f}) | {p.prompts} | {p.missed} | {_fmt(p.latencies)} | "
+                   f"{p.false_blocked} | {row.load_start:.2f} → {row.load_end:.2f} |")
     return "\n".join(out)
 
 
