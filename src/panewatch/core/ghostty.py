@@ -89,6 +89,9 @@ def vt_dump(term: Any) -> bytes:
         lib.ghostty_formatter_free(formatter[0])
 
 
+SYNCHRONIZED_OUTPUT = 2026  # a DEC private mode: ghostty_mode_new's packing is the number itself
+
+
 class StateReader:
     """Title, alternate-screen flag and cursor with the out-parameters allocated once (these run on
     every snapshot; `Terminal.get` allocates and looks the key up on each call)."""
@@ -99,6 +102,7 @@ class StateReader:
         self._int = ffi.new("int*")
         self._x = ffi.new("uint16_t*")
         self._y = ffi.new("uint16_t*")
+        self._mode = ffi.new("GhosttyTerminalModeConfig*")
 
     def read(self) -> tuple[str, bool, tuple[int, int]]:
         t = self._term._t[0]
@@ -111,3 +115,9 @@ class StateReader:
         core.check(get(t, lib.GHOSTTY_TERMINAL_DATA_CURSOR_X, self._x), "cursor_x")
         core.check(get(t, lib.GHOSTTY_TERMINAL_DATA_CURSOR_Y, self._y), "cursor_y")
         return title, bool(self._int[0]), (int(self._x[0]), int(self._y[0]))
+
+    def synchronized_output(self) -> bool:
+        """DEC mode 2026 (synchronized output) is on: the program began a frame and has not ended it."""
+        self._mode.mode = SYNCHRONIZED_OUTPUT
+        core.check(lib.ghostty_terminal_get(self._term._t[0], lib.GHOSTTY_TERMINAL_DATA_MODE, self._mode), "mode")
+        return bool(self._mode.value)

@@ -220,10 +220,12 @@ class PaneMachine:
         return self._flush(self.check(t) if up else self._update(t))
 
     def check(self, t: float) -> list[StateChange]:
-        """Classify the screen now, whatever the schedule says, and combine."""
+        """Classify the screen now, whatever the schedule says (but never a frame half drawn: the last
+        verdict stands until the program ends its synchronized update), and combine."""
         if self.has_exited:
             return []
-        self.detector.classify_now()
+        if not self.detector.mid_frame(t):
+            self.detector.classify_now()
         self._observe_screen()
         return self._update(t)
 

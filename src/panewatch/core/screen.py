@@ -89,6 +89,10 @@ class Screen:
         self._statuses: list[termstatus.ProgramStatus] = []
         self._cached: Snapshot | None = None
         self._kept: bytes | None = None  # the repaint of a closed screen
+        # The program is inside a synchronized update (DEC mode 2026: `CSI ? 2026 h` ... `l`): what the
+        # engine holds is a frame half drawn, which a terminal would not show yet (see PaneDetector).
+        self.synchronized = False
+        self._sync_tail = b""  # the last bytes fed: a `2026` split across two reads
 
     def on_reply(self, handler: ReplyHandler | None) -> None:
         """Receive the engine's answers to terminal queries (DA1, DSR, ...); a headless pane writes them back."""
@@ -118,6 +122,15 @@ class Screen:
                 except Exception:  # the pane's write failed: the screen goes on
                     self.stats.engine_errors += 1
         self._feed_engine(data[pos:])
+        # Read the mode only where it can have changed (a sequence naming 2026, maybe split across reads;
+        # a reset while one is open): most feeds are spinner frames, and the read costs a quarter of one.
+        if self.synchronized or b"2026" in data or b"2026" in self._sync_tail + data[:3]:
+            try:
+                self.synchronized = self._state is not None and self._state.synchronized_output()
+            except Exception:
+                self.stats.engine_errors += 1
+                self.synchronized = False
+        self._sync_tail = data[-3:]
 
     def _feed_engine(self, data: bytes) -> None:
         try:
@@ -204,3 +217,4 @@ class Screen:
         self._term.close()
         # The readers hold buffers sized to the screen; they must never touch the freed engine.
         self._term = self._text = self._state = None
+        self.synchronized = False
