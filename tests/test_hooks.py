@@ -460,3 +460,63 @@ def test_notify_maps_gemini_tool_permission_only() -> None:
     assert hook_state("gemini", "Notification", "SomethingElse") is None  # not a permission request: not blocked
     assert hook_state("codex", "PermissionRequest") == "blocked" and hook_state("codex", "SessionStart") is None
     assert hook_state("gemini", "AfterAgent") == "done" and hook_state("nobody", "Stop") is None
+
+
+def test_qwen_settings_file_merges_the_system_defaults_for_any_user(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from panewatch.core.hookevents import QWEN_HOOK_STATES
+    from panewatch.runtime import hookinject
+
+    monkeypatch.setattr(hookinject.os, "geteuid", lambda: 1000)  # no ownership rule in Qwen Code
+    system = tmp_path / "etc" / "settings.json"
+    defaults = system.parent / "system-defaults.json"  # found through QWEN_CODE_SYSTEM_SETTINGS_PATH's directory
+    defaults.parent.mkdir()
+    admin_hook = {"hooks": [{"type": "command", "command": "audit"}]}
+    defaults.write_text(json.dumps({"hooks": {"PreToolUse": [admin_hook]}, "ui": {"theme": "x"}}))
+    env = {"QWEN_CODE_SYSTEM_SETTINGS_PATH": str(system)}
+    path = hookinject.inject_qwen_hooks(env, ["pw"], "q.json", tmp_path / "run")
+    assert env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"] == str(path) and stat.S_IMODE(path.stat().st_mode) == 0o600
+    merged = json.loads(path.read_text())
+    assert merged["ui"] == {"theme": "x"} and merged["$version"] == hookinject.QWEN_SETTINGS_VERSION
+    assert merged["hooks"]["PreToolUse"][0] == admin_hook and len(merged["hooks"]["PreToolUse"]) == 2
+    assert set(merged["hooks"]) == set(QWEN_HOOK_STATES)
+    assert merged["hooks"]["Notification"][0]["hooks"][0]["command"] == "pw pane notify"
+    assert merged["hooks"]["PermissionRequest"][0]["hooks"][0] == {  # no matcher: every tool; seconds
+        "type": "command", "name": "panewatch PermissionRequest",
+        "command": "pw pane report blocked --event PermissionRequest", "timeout": 5}
+    defaults.write_text("{broken")
+    with pytest.raises(hookinject.HooksUnavailable, match="cannot merge"):
+        hookinject.inject_qwen_hooks({"QWEN_CODE_SYSTEM_DEFAULTS_PATH": str(defaults)}, ["pw"], "r.json", tmp_path)
+
+
+def test_pane_hooks_wire_qwen_with_a_per_launch_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from panewatch.runtime.hooks import PaneHooks
+    from panewatch.runtime.live import ManifestWatcher
+
+    monkeypatch.setattr(paths, "runtime_dir", lambda: tmp_path)
+
+    async def main() -> None:
+        hooks = PaneHooks(lambda pane, report: None)
+        try:
+            env: dict[str, str] = {}
+            assert await hooks.wire("q", ["qwen"], env, cwd=None, manifests=ManifestWatcher().get) == ["qwen"]
+            settings = Path(env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"])
+            assert settings.parent == tmp_path and "PermissionRequest" in json.loads(settings.read_text())["hooks"]
+            assert "PANEWATCH_TOKEN" in env
+            hooks.unwire("q")
+            assert not settings.exists()  # the per-launch file goes with the pane
+        finally:
+            await hooks.close()
+
+    asyncio.run(main())
+
+
+def test_qwen_notifications_block_only_for_a_permission_prompt() -> None:
+    from panewatch.core.hookevents import hook_state
+
+    assert hook_state("qwen", "PermissionRequest") == "blocked"
+    assert hook_state("qwen", "Notification", "permission_prompt") == "blocked"
+    assert hook_state("qwen", "Notification", "idle_prompt") == "idle"  # "Qwen Code is waiting for your input"
+    assert hook_state("qwen", "Notification", "auth_success") is None  # not a permission request: not blocked
+    assert hook_state("qwen", "Stop") == "done" and hook_state("qwen", "SessionStart") is None
+    assert hook_state("qwen", "MessageDisplay") is None  # every streamed chunk: not subscribed

@@ -61,7 +61,7 @@ def commands(doc: dict[str, object], event: str) -> list[str]:
     return [h["command"] for g in doc["hooks"][event] for h in g["hooks"]]  # type: ignore[index]
 
 
-@pytest.mark.parametrize("agent", ["claude", "gemini"])
+@pytest.mark.parametrize("agent", ["claude", "gemini", "qwen"])
 def test_json_install_keeps_the_users_hooks_and_is_idempotent(home: Path, agent: str) -> None:
     path = put(settings_file(agent), USER_CLAUDE, 0o640)
     first = install(agent, launcher=LAUNCHER)
@@ -69,10 +69,11 @@ def test_json_install_keeps_the_users_hooks_and_is_idempotent(home: Path, agent:
     doc = json.loads(path.read_bytes())
     assert doc["permissions"] == {"defaultMode": "default"}
     assert commands(doc, "PreToolUse")[0] == "my-audit.sh" and doc["hooks"]["PreToolUse"][0]["matcher"] == "Bash"
-    event = "PermissionRequest" if agent == "claude" else "BeforeTool"
+    event = "BeforeTool" if agent == "gemini" else "PermissionRequest"
     assert ours(doc, event) and all(" pane hook report " in c for c in ours(doc, event))
     if agent == "gemini":
         assert doc["hooksConfig"] == {"notifications": False}
+    assert "$version" not in doc  # Qwen's settings version stays the file's own (Qwen migrates it itself)
     assert stat.S_IMODE(path.stat().st_mode) == 0o640  # the file's mode kept
     written = path.read_bytes()
     again = install(agent, launcher=LAUNCHER)
@@ -84,7 +85,7 @@ def test_json_install_keeps_the_users_hooks_and_is_idempotent(home: Path, agent:
     assert len(ours(json.loads(path.read_bytes()), event)) == 1
 
 
-@pytest.mark.parametrize("agent", ["claude", "gemini", "codex"])
+@pytest.mark.parametrize("agent", ["claude", "gemini", "codex", "qwen"])
 def test_uninstall_restores_the_file_byte_for_byte(home: Path, agent: str) -> None:
     original = USER_CODEX if agent == "codex" else USER_CLAUDE
     path = put(settings_file(agent), original, 0o600)
@@ -98,7 +99,7 @@ def test_uninstall_restores_the_file_byte_for_byte(home: Path, agent: str) -> No
     assert path.read_bytes() == original
 
 
-@pytest.mark.parametrize("agent", ["claude", "gemini", "codex"])
+@pytest.mark.parametrize("agent", ["claude", "gemini", "codex", "qwen"])
 def test_a_file_install_created_is_removed_again(home: Path, agent: str) -> None:
     path = settings_file(agent)
     assert not path.exists()
@@ -169,6 +170,12 @@ def test_codex_tables_written_inside_the_block_survive_uninstall(home: Path) -> 
     assert doc["tui"] == {"screen_reader_detection_done": True, "model_availability_nux": {"gpt-6.1-sol": 1}}
     assert doc["hooks"]["state"] == {f"{path}:pre_tool_use:0:0": {"trusted_hash": "sha256:theirs"}}
     assert doc["hooks"]["PreToolUse"] == tomllib.loads(USER_CODEX.decode())["hooks"]["PreToolUse"]
+
+
+def test_qwen_home_is_respected(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QWEN_HOME", str(tmp_path / "qh"))
+    install("qwen", launcher=LAUNCHER)
+    assert (tmp_path / "qh" / "settings.json").exists() and not (home / ".qwen").exists()
 
 
 def test_claude_config_dir_is_respected(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

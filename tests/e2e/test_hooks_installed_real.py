@@ -43,6 +43,7 @@ EVENTS = {
     "claude": (["UserPromptSubmit", "PreToolUse", "PermissionRequest"], "Stop"),
     "codex": (["UserPromptSubmit", "PreToolUse", "PermissionRequest"], "Stop"),
     "gemini": (["BeforeAgent", "BeforeTool", "Notification"], "AfterAgent"),
+    "qwen": (["UserPromptSubmit", "PermissionRequest", "Notification"], "Stop"),  # PreToolUse after the grant
 }
 
 
@@ -125,7 +126,9 @@ def test_installed_hooks_report_a_real_agent_started_by_hand_in_tmux(name: str, 
             print(f"\n{name}: " + ", ".join(f"{r.state}:{r.detail}" for r in got) + f"; rejected: {rejected}; "
                   + "pane after each: " + ", ".join(f"{a.state}/{a.source}" for a in after))
     events = [r.detail.split()[0] for r in got]
-    assert events[:3] == EVENTS[name][0] and events[-1] == EVENTS[name][1], events
+    # Qwen's idle_prompt Notification follows its Stop by a moment: it may come before the watcher closes
+    trailing = name == "qwen" and events[-1] == "Notification" and got[-1].state == "idle"
+    assert events[:3] == EVENTS[name][0] and events[-2 if trailing else -1] == EVENTS[name][1], events
     uninstall = subprocess.run([sys.executable, "-m", "panewatch", "hooks", "uninstall", "--agent", name],
                                env={**launch.env, **_panewatch_env()}, capture_output=True, text=True, timeout=60)
     assert uninstall.returncode == 0, uninstall

@@ -46,6 +46,22 @@ Gemini CLI 0.61.0 (settings.json `hooks`; observed the same way):
 Not used: BeforeModel/AfterModel (AfterModel fires for every streamed chunk: a process per chunk),
 BeforeToolSelection, SessionStart/SessionEnd, PreCompress: none says whether the user is needed.
 
+Qwen Code 0.24.4 (a Gemini CLI fork with Claude-style hooks: settings.json `hooks`, Claude's event
+names, payloads and notification types; observed the same way):
+
+    UserPromptSubmit, PreToolUse, PostToolUse,        → working   (a turn or a tool is running)
+    PostToolUseFailure, PermissionDenied
+    PermissionRequest                                 → blocked   (awaited just before the dialog is
+                                                                   drawn: Qwen shows it after the hook)
+    Notification                                      → by its notification_type: permission_prompt →
+                                                        blocked (fired, not awaited, as the dialog
+                                                        opens), idle_prompt → idle (each turn's end)
+    Stop, StopFailure                                 → done      (turn over, or ended by an API error)
+
+Not used: SessionStart/SessionEnd (the process signal), MessageDisplay (every streamed chunk),
+UserPromptExpansion, PostToolBatch, Subagent*, Pre/PostCompact, Todo*, InstructionsLoaded,
+SessionDelete: none says whether the user is needed.
+
 A notification that is not a permission request (or an MCP question) is never `blocked`: the types
 not listed in NOTIFICATION_STATES report nothing.
 
@@ -93,20 +109,34 @@ GEMINI_HOOK_STATES: dict[str, ReportState | None] = {
     "AfterAgent": "done",
 }
 
+QWEN_HOOK_STATES: dict[str, ReportState | None] = {
+    "UserPromptSubmit": "working",
+    "PreToolUse": "working",
+    "PermissionRequest": "blocked",
+    "PostToolUse": "working",
+    "PostToolUseFailure": "working",
+    "PermissionDenied": "working",  # an AUTO-mode classifier denied the call: the turn goes on
+    "Notification": None,
+    "Stop": "done",
+    "StopFailure": "done",
+}
+
 # The agents panewatch adds hooks to at launch, and the events it subscribes to for each.
 HOOK_STATES: dict[str, dict[str, ReportState | None]] = {
     "claude": CLAUDE_HOOK_STATES,
     "codex": CODEX_HOOK_STATES,
     "gemini": GEMINI_HOOK_STATES,
+    "qwen": QWEN_HOOK_STATES,
 }
 
 # A Notification hook's notification_type -> state. Types not listed (Claude's auth_success,
 # elicitation_complete, ...) say nothing about the pane's state and are not reported.
 NOTIFICATION_STATES: dict[str, ReportState] = {
-    "permission_prompt": "blocked",  # Claude Code
+    "permission_prompt": "blocked",  # Claude Code, Qwen Code
     "elicitation_dialog": "blocked",  # Claude Code: an MCP server asks the user a question
     "elicitation_url_dialog": "blocked",
-    "idle_prompt": "idle",  # Claude Code: "Claude is waiting for your input" after a quiet minute
+    "idle_prompt": "idle",  # Claude Code: "Claude is waiting for your input" after a quiet minute;
+    # Qwen Code: "Qwen Code is waiting for your input" as each turn ends
     "ToolPermission": "blocked",  # Gemini CLI: a tool call waits for the user's confirmation
 }
 

@@ -12,6 +12,8 @@ Each agent takes them its own way; which events and what each reports is core/ho
              the user's hooks run too). Gemini CLI reads that file only if it and every directory above
              it belong to root and are writable by nobody else: per-launch hooks work when panewatch
              runs as root; otherwise `inject_gemini_hooks` raises HooksUnavailable.
+    qwen     the same layer of Qwen Code (QWEN_CODE_SYSTEM_DEFAULTS_PATH), Claude-shaped hooks; Qwen has
+             no ownership rule (any user), and its system hooks run whatever the folder's trust
 
 Hooks run synchronously: the agent waits for each one, which keeps reports in order (PreToolUse
 'working' must not overtake PermissionRequest 'blocked'); the client's own timeouts bound the wait
@@ -31,7 +33,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from panewatch.core.hookevents import CLAUDE_HOOK_STATES, CLAUDE_TOOL_EVENTS, CODEX_HOOK_STATES, GEMINI_HOOK_STATES
+from panewatch.core.hookevents import (
+    CLAUDE_HOOK_STATES,
+    CLAUDE_TOOL_EVENTS,
+    CODEX_HOOK_STATES,
+    GEMINI_HOOK_STATES,
+    QWEN_HOOK_STATES,
+)
 from panewatch.core.hooksettings import snake
 from panewatch.errors import HooksUnavailable
 from panewatch.runtime import paths
@@ -50,6 +58,8 @@ __all__ = [
     "inject_claude_hooks",
     "inject_codex_hooks",
     "inject_gemini_hooks",
+    "inject_qwen_hooks",
+    "qwen_hook_settings",
     "remove_quietly",
 ]
 
@@ -319,6 +329,56 @@ def inject_gemini_hooks(env: dict[str, str], panewatch_argv: list[str], name: st
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(merged, f)
     env[ENV_GEMINI_DEFAULTS] = str(path)
+    return path
+
+
+# -- Qwen Code ---------------------------------------------------------------------------------
+
+ENV_QWEN_DEFAULTS = "QWEN_CODE_SYSTEM_DEFAULTS_PATH"
+# Qwen rewrites a settings file without its current "$version" (4 in 0.24.4) to add it: ours has it.
+QWEN_SETTINGS_VERSION = 4
+
+
+def qwen_hook_settings(panewatch_argv: list[str], *, installed: bool = False) -> dict[str, Any]:
+    """The settings object with panewatch's Qwen Code hooks (no matcher: every tool; timeouts in seconds)."""
+    hooks = {event: [{"hooks": [{"type": "command", "name": f"panewatch {event}",
+                                 "command": _pane_command(panewatch_argv, event, state, installed),
+                                 "timeout": HOOK_TIMEOUT}]}]
+             for event, state in QWEN_HOOK_STATES.items()}
+    return {"$version": QWEN_SETTINGS_VERSION, "hooks": hooks}
+
+
+def _qwen_system_defaults(env: dict[str, str]) -> Path:
+    """Where Qwen Code would read its system defaults from for this launch."""
+    if path := env.get(ENV_QWEN_DEFAULTS):
+        return Path(path)
+    system = env.get("QWEN_CODE_SYSTEM_SETTINGS_PATH")
+    return (Path(system).parent if system else Path("/etc/qwen-code")) / "system-defaults.json"
+
+
+def inject_qwen_hooks(env: dict[str, str], panewatch_argv: list[str], name: str,
+                      directory: Path | None = None) -> Path:
+    """Write `directory/name` (default: the private runtime dir): the system defaults this launch would
+    read (if any) plus panewatch's hooks, and point `env`'s QWEN_CODE_SYSTEM_DEFAULTS_PATH at it. The
+    user's settings override it and their hook lists are concatenated with ours ("concat" merge), so
+    their hooks run too. Returns the file (the caller removes it when the pane is gone). Raises
+    HooksUnavailable when the existing defaults file cannot be read (it must keep applying)."""
+    theirs: dict[str, Any] = {}
+    current = _qwen_system_defaults(env)
+    if current.exists():
+        loaded = _load_settings_value(str(current), None)
+        if loaded is None:
+            raise HooksUnavailable(f"cannot merge with the Qwen Code system defaults in {current}")
+        theirs = loaded
+    merged = _merge_hooks(theirs, qwen_hook_settings(panewatch_argv))
+    merged.setdefault("$version", QWEN_SETTINGS_VERSION)
+    directory = directory or paths.runtime_dir()
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = directory / name
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(merged, f)
+    env[ENV_QWEN_DEFAULTS] = str(path)
     return path
 
 

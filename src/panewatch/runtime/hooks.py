@@ -47,6 +47,7 @@ from panewatch.runtime.hookinject import (
     inject_claude_hooks,
     inject_codex_hooks,
     inject_gemini_hooks,
+    inject_qwen_hooks,
     remove_quietly,
 )
 from panewatch.runtime.paneclient import ENV_PANE_ID, ENV_SOCKET, ENV_TOKEN, MAX_MESSAGE, SECRET_FILE, read_secret
@@ -319,7 +320,7 @@ def _pid_alive(pid: int) -> bool:
 class PaneHooks:
     """panewatch's hooks for the panes one process starts (`run`, the daemon, the real-agent runner):
     one ReportServer, started with the first pane that gets hooks, and the per-agent injection
-    (runtime/hookinject.py: Claude `--settings`, Codex `-c` overrides with their trust, Gemini a
+    (runtime/hookinject.py: Claude `--settings`, Codex `-c` overrides with their trust, Gemini and Qwen a
     per-launch settings file).
 
         hooks = PaneHooks(on_report, clock=loop.time)
@@ -339,7 +340,7 @@ class PaneHooks:
         self._on_report = on_report
         self._clock = clock
         self.server: ReportServer | None = None
-        self._files: dict[str, Path] = {}  # pane id -> its per-launch settings file (Gemini)
+        self._files: dict[str, Path] = {}  # pane id -> its per-launch settings file (Gemini, Qwen)
 
     @classmethod
     def agent_of(cls, argv: list[str], manifests: Callable[[str], Any]) -> str | None:
@@ -363,6 +364,9 @@ class PaneHooks:
         launcher = hook_launcher()
         if agent == "gemini":  # before the socket: a launch that cannot take hooks gets no token either
             path = inject_gemini_hooks(env, launcher, f"gemini-{os.getpid()}-{secrets.token_hex(4)}.json")
+            self._files[pane_id] = path
+        elif agent == "qwen":
+            path = inject_qwen_hooks(env, launcher, f"qwen-{os.getpid()}-{secrets.token_hex(4)}.json")
             self._files[pane_id] = path
         if self.server is None:
             server = ReportServer(self._on_report, clock=self._clock)

@@ -3,6 +3,7 @@ agents started by hand (in tmux: the hooks report by `$TMUX_PANE`, runtime/panec
 
     claude   $CLAUDE_CONFIG_DIR/settings.json (~/.claude)   JSON `hooks`, the shape of `--settings`
     gemini   ~/.gemini/settings.json                        JSON `hooks`, the shape of the per-launch file
+    qwen     $QWEN_HOME/settings.json (~/.qwen)             JSON `hooks`, the shape of the per-launch file
     codex    $CODEX_HOME/config.toml (~/.codex)             a delimited block of `[[hooks.EVENT]]` tables and
                                                             their `[hooks.state."FILE:event:GROUP:0"]` trust,
                                                             appended: the user's bytes stay as they are
@@ -52,9 +53,10 @@ from panewatch.runtime.hookinject import (
     codex_trust_hash,
     gemini_hook_settings,
     hook_launcher,
+    qwen_hook_settings,
 )
 
-AGENTS = ("claude", "gemini", "codex")
+AGENTS = ("claude", "gemini", "codex", "qwen")
 __all__ = ["AGENTS", "OURS", "Outcome", "Status", "default_agents", "install", "settings_file", "status", "uninstall"]
 
 
@@ -64,8 +66,10 @@ def config_dir(agent: str, env: Mapping[str, str] | None = None) -> Path:
         return Path(env["CLAUDE_CONFIG_DIR"]).expanduser()
     if agent == "codex" and env.get("CODEX_HOME"):
         return Path(env["CODEX_HOME"]).expanduser().resolve()  # Codex canonicalises CODEX_HOME: trust keys use it
+    if agent == "qwen" and env.get("QWEN_HOME"):  # Qwen Code 0.24.4 Storage.getGlobalQwenDir
+        return Path(env["QWEN_HOME"]).expanduser().resolve()
     home = Path(env["HOME"]) if env.get("HOME") else Path.home()
-    return home / {"claude": ".claude", "gemini": ".gemini", "codex": ".codex"}[agent]
+    return home / f".{agent}"
 
 
 def settings_file(agent: str, env: Mapping[str, str] | None = None) -> Path:
@@ -88,7 +92,9 @@ class Outcome:
 
 
 def _settings(agent: str, launcher: list[str]) -> dict[str, Any]:
-    return (claude_hook_settings if agent == "claude" else gemini_hook_settings)(launcher, installed=True)
+    # Only the hooks are taken from these (json_with_ours): Qwen's "$version" stays the user's file's own.
+    make = {"claude": claude_hook_settings, "gemini": gemini_hook_settings, "qwen": qwen_hook_settings}[agent]
+    return make(launcher, installed=True)
 
 
 def _codex(launcher: list[str]) -> list[CodexHook]:
