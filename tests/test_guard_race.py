@@ -176,6 +176,21 @@ def test_a_working_pane_with_a_10_hz_spinner_still_takes_text() -> None:
     assert pane.written[0][0] - last_frame >= QUIET  # typed in a gap between frames
 
 
+def test_a_frame_half_drawn_is_waited_for_even_when_its_output_paused() -> None:
+    """Inside a synchronized update a pause is not a gap between frames: Qwen's redraw after a grant
+    came in reads 70 ms apart. The guard types once the program has ended the update."""
+    pane = ScriptedPane("idle", "> ")
+    ends = 0.2
+    pane.mid_frame = lambda: now() < ends  # type: ignore[attr-defined]
+
+    async def typed() -> None:
+        await InputGuard(pane).send("hello", enter=False)
+
+    virtual(typed())
+    assert pane.typed == [b"hello"] and pane.written[0][0] >= ends
+    assert pane.checked_at and min(pane.checked_at) >= ends  # not even judged before
+
+
 def test_a_pane_that_never_settles_is_refused_busy_and_nothing_is_typed() -> None:
     pane = ScriptedPane("working", "streaming")
 

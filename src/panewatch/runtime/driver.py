@@ -194,6 +194,10 @@ class PaneDriver:
         self._publish(self.machine.check(now))
         return self.state
 
+    def mid_frame(self) -> bool:
+        """Its program is inside a synchronized update: the screen is a frame half drawn (the guard waits)."""
+        return self.machine.detector.mid_frame(self.clock())
+
     def _set_foreground(self, now: float, fg: Foreground | None) -> None:
         self._publish(self.machine.foreground(now, fg))
         self._foreground_news()

@@ -18,7 +18,8 @@ shared by every InputGuard made for that pane (the daemon's socket, the board's 
 through the daemon, a `run` pane through its BoardLink, the demo's bot), and in it waits until
 
     * REACTION has passed since the pane's last input (by anyone: `run`'s key pump counts too),
-    * the pane's output has been quiet for QUIET (between frames; a spinner never is silent), and
+    * the pane's output has been quiet for QUIET (between frames; a spinner never is silent) and no
+      synchronized update is open (a pane offering `mid_frame() -> bool`: a frame half drawn), and
     * then classifies the screen now, after its last output, with no await before the write (the
       pane's reader runs on the same loop), so nothing arrives between the check and the keys.
 
@@ -219,11 +220,22 @@ class InputGuard:
                 now = pane.clock()
                 ready = max(pane.last_input + REACTION, pane.last_output + QUIET)
                 if now >= ready:
-                    break
+                    if not self._mid_frame():
+                        break
+                    ready = now + POLL_INTERVAL  # its frame is half drawn: judged (and typed into) once whole
                 if ready > deadline:  # output only ever pushes `ready` later: refuse now, not at the deadline
                     raise PaneBusyError(self.pane_id, BUSY_TIMEOUT)
                 await asyncio.sleep(ready - now)
             yield
+
+    def _mid_frame(self) -> bool:
+        """The pane's program is inside a synchronized update (its frame half drawn, quiet or not: a pause
+        inside one is not a gap between frames). Optional; the detector bounds how long it can last."""
+        probe = getattr(self.pane, "mid_frame", None)
+        try:
+            return bool(probe()) if callable(probe) else False
+        except Exception:
+            return False
 
     def _bracketed_paste(self) -> bool:
         probe = getattr(self.pane, "bracketed_paste", None)
