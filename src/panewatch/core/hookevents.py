@@ -53,12 +53,11 @@ names, payloads and notification types; observed the same way):
     PostToolUseFailure, PermissionDenied
     PermissionRequest                                 → blocked   (awaited just before the dialog is
                                                                    drawn: Qwen shows it after the hook)
-    Notification                                      → by its notification_type: permission_prompt →
-                                                        blocked (fired, not awaited, as the dialog
-                                                        opens), idle_prompt → idle (each turn's end)
     Stop, StopFailure                                 → done      (turn over, or ended by an API error)
 
-Not used: SessionStart/SessionEnd (the process signal), MessageDisplay (every streamed chunk),
+Not used: Notification (fired without being awaited: its permission_prompt can land after the grant,
+a false second 'blocked'; PermissionRequest says it first), SessionStart/SessionEnd (the process
+signal), MessageDisplay (every streamed chunk),
 UserPromptExpansion, PostToolBatch, Subagent*, Pre/PostCompact, Todo*, InstructionsLoaded,
 SessionDelete: none says whether the user is needed.
 
@@ -116,7 +115,9 @@ QWEN_HOOK_STATES: dict[str, ReportState | None] = {
     "PostToolUse": "working",
     "PostToolUseFailure": "working",
     "PermissionDenied": "working",  # an AUTO-mode classifier denied the call: the turn goes on
-    "Notification": None,
+    # Not Notification: Qwen fires it without awaiting it, and under load its permission_prompt came after
+    # the user's grant (a second, false 'blocked' in a stressed suite run); PermissionRequest is awaited
+    # before the dialog is drawn, and Stop ends the turn, so it adds nothing.
     "Stop": "done",
     "StopFailure": "done",
 }
