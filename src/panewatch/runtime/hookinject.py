@@ -300,6 +300,17 @@ def gemini_settings_dir() -> Path:
     raise HooksUnavailable("no directory Gemini CLI would read a settings file from: " + "; ".join(reasons))
 
 
+def _system_defaults(path: Path, agent: str) -> dict[str, Any]:
+    """The system defaults a launch would read from `path` ({} if there is none), to merge ours into;
+    HooksUnavailable if the file is there but unreadable (it must keep applying)."""
+    if not path.exists():
+        return {}
+    loaded = _load_settings_value(str(path), None)
+    if loaded is None:
+        raise HooksUnavailable(f"cannot merge with the {agent} system defaults in {path}")
+    return loaded
+
+
 def inject_gemini_hooks(env: dict[str, str], panewatch_argv: list[str], name: str,
                         directory: Path | None = None) -> Path:
     """Write `directory/name` (default: gemini_settings_dir()): the system defaults this launch would
@@ -313,13 +324,7 @@ def inject_gemini_hooks(env: dict[str, str], panewatch_argv: list[str], name: st
     directory = directory or gemini_settings_dir()
     if reason := _insecure_for_gemini(directory):
         raise HooksUnavailable(f"Gemini CLI would skip a settings file in {directory}: {reason}")
-    theirs: dict[str, Any] = {}
-    current = _gemini_system_defaults(env)
-    if current.exists():
-        loaded = _load_settings_value(str(current), None)
-        if loaded is None:
-            raise HooksUnavailable(f"cannot merge with the Gemini CLI system defaults in {current}")
-        theirs = loaded
+    theirs = _system_defaults(_gemini_system_defaults(env), "Gemini CLI")
     ours = gemini_hook_settings(panewatch_argv)
     merged = _merge_hooks(theirs, ours)
     their_config = theirs.get("hooksConfig")
@@ -363,13 +368,7 @@ def inject_qwen_hooks(env: dict[str, str], panewatch_argv: list[str], name: str,
     user's settings override it and their hook lists are concatenated with ours ("concat" merge), so
     their hooks run too. Returns the file (the caller removes it when the pane is gone). Raises
     HooksUnavailable when the existing defaults file cannot be read (it must keep applying)."""
-    theirs: dict[str, Any] = {}
-    current = _qwen_system_defaults(env)
-    if current.exists():
-        loaded = _load_settings_value(str(current), None)
-        if loaded is None:
-            raise HooksUnavailable(f"cannot merge with the Qwen Code system defaults in {current}")
-        theirs = loaded
+    theirs = _system_defaults(_qwen_system_defaults(env), "Qwen Code")
     merged = _merge_hooks(theirs, qwen_hook_settings(panewatch_argv))
     merged.setdefault("$version", QWEN_SETTINGS_VERSION)
     directory = directory or paths.runtime_dir()
