@@ -133,11 +133,10 @@ HOOK_STATES: dict[str, dict[str, ReportState | None]] = {
 # A Notification hook's notification_type -> state. Types not listed (Claude's auth_success,
 # elicitation_complete, ...) say nothing about the pane's state and are not reported.
 NOTIFICATION_STATES: dict[str, ReportState] = {
-    "permission_prompt": "blocked",  # Claude Code, Qwen Code
+    "permission_prompt": "blocked",  # Claude Code
     "elicitation_dialog": "blocked",  # Claude Code: an MCP server asks the user a question
     "elicitation_url_dialog": "blocked",
-    "idle_prompt": "idle",  # Claude Code: "Claude is waiting for your input" after a quiet minute;
-    # Qwen Code: "Qwen Code is waiting for your input" as each turn ends
+    "idle_prompt": "idle",  # Claude Code: "Claude is waiting for your input" after a quiet minute
     "ToolPermission": "blocked",  # Gemini CLI: a tool call waits for the user's confirmation
 }
 
