@@ -424,12 +424,13 @@ def test_gemini_hooks_need_a_root_owned_settings_path(tmp_path: Path, monkeypatc
     assert reason is not None and ("writable by group or others" in reason or "not owned by root" in reason)
 
 
-def test_pane_hooks_wire_codex_and_gemini(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pane_hooks_wire_codex_gemini_and_qwen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from panewatch.runtime import hookinject
     from panewatch.runtime.hooks import PaneHooks
     from panewatch.runtime.live import ManifestWatcher
 
     monkeypatch.setattr(hookinject, "gemini_settings_dir", lambda: tmp_path)
+    monkeypatch.setattr(paths, "runtime_dir", lambda: tmp_path)  # where Qwen's per-launch file goes
     monkeypatch.setattr(hookinject, "_insecure_for_gemini", lambda _d: None)
     monkeypatch.setattr(hookinject.os, "geteuid", lambda: 0)
 
@@ -441,12 +442,15 @@ def test_pane_hooks_wire_codex_and_gemini(tmp_path: Path, monkeypatch: pytest.Mo
             argv = await hooks.wire("c", ["/usr/bin/codex", "--no-daemon"], env, cwd=None, manifests=manifests)
             assert argv[1] == "-c" and argv[2].startswith("hooks.") and argv[-1] == "--no-daemon"
             assert "PANEWATCH_TOKEN" in env
-            genv: dict[str, str] = {}
-            assert await hooks.wire("g", ["gemini"], genv, cwd=None, manifests=manifests) == ["gemini"]
-            settings = Path(genv["GEMINI_CLI_SYSTEM_DEFAULTS_PATH"])
-            assert settings.parent == tmp_path and "AfterAgent" in json.loads(settings.read_text())["hooks"]
-            hooks.unwire("g")
-            assert not settings.exists()  # the per-launch file goes with the pane
+            for pane, agent, variable, event in (("g", "gemini", "GEMINI_CLI_SYSTEM_DEFAULTS_PATH", "AfterAgent"),
+                                                 ("q", "qwen", "QWEN_CODE_SYSTEM_DEFAULTS_PATH", "PermissionRequest")):
+                penv: dict[str, str] = {}
+                assert await hooks.wire(pane, [agent], penv, cwd=None, manifests=manifests) == [agent]
+                settings = Path(penv[variable])
+                assert settings.parent == tmp_path and event in json.loads(settings.read_text())["hooks"]
+                assert "PANEWATCH_TOKEN" in penv
+                hooks.unwire(pane)
+                assert not settings.exists()  # the per-launch file goes with the pane
         finally:
             await hooks.close()
 
@@ -486,28 +490,6 @@ def test_qwen_settings_file_merges_the_system_defaults_for_any_user(tmp_path: Pa
     defaults.write_text("{broken")
     with pytest.raises(hookinject.HooksUnavailable, match="cannot merge"):
         hookinject.inject_qwen_hooks({"QWEN_CODE_SYSTEM_DEFAULTS_PATH": str(defaults)}, ["pw"], "r.json", tmp_path)
-
-
-def test_pane_hooks_wire_qwen_with_a_per_launch_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from panewatch.runtime.hooks import PaneHooks
-    from panewatch.runtime.live import ManifestWatcher
-
-    monkeypatch.setattr(paths, "runtime_dir", lambda: tmp_path)
-
-    async def main() -> None:
-        hooks = PaneHooks(lambda pane, report: None)
-        try:
-            env: dict[str, str] = {}
-            assert await hooks.wire("q", ["qwen"], env, cwd=None, manifests=ManifestWatcher().get) == ["qwen"]
-            settings = Path(env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"])
-            assert settings.parent == tmp_path and "PermissionRequest" in json.loads(settings.read_text())["hooks"]
-            assert "PANEWATCH_TOKEN" in env
-            hooks.unwire("q")
-            assert not settings.exists()  # the per-launch file goes with the pane
-        finally:
-            await hooks.close()
-
-    asyncio.run(main())
 
 
 def test_qwen_blocks_by_its_awaited_permission_request_not_its_late_notification() -> None:

@@ -311,6 +311,15 @@ def _system_defaults(path: Path, agent: str) -> dict[str, Any]:
     return loaded
 
 
+def _write_defaults(env: dict[str, str], variable: str, path: Path, settings: dict[str, Any]) -> Path:
+    """Write a launch's settings file (0600 from its creation) and point `env`'s `variable` at it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(settings, f)
+    env[variable] = str(path)
+    return path
+
+
 def inject_gemini_hooks(env: dict[str, str], panewatch_argv: list[str], name: str,
                         directory: Path | None = None) -> Path:
     """Write `directory/name` (default: gemini_settings_dir()): the system defaults this launch would
@@ -329,12 +338,7 @@ def inject_gemini_hooks(env: dict[str, str], panewatch_argv: list[str], name: st
     merged = _merge_hooks(theirs, ours)
     their_config = theirs.get("hooksConfig")
     merged["hooksConfig"] = ours["hooksConfig"] | (their_config if isinstance(their_config, dict) else {})
-    path = directory / name
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(merged, f)
-    env[ENV_GEMINI_DEFAULTS] = str(path)
-    return path
+    return _write_defaults(env, ENV_GEMINI_DEFAULTS, directory / name, merged)
 
 
 # -- Qwen Code ---------------------------------------------------------------------------------
@@ -373,12 +377,7 @@ def inject_qwen_hooks(env: dict[str, str], panewatch_argv: list[str], name: str,
     merged.setdefault("$version", QWEN_SETTINGS_VERSION)
     directory = directory or paths.runtime_dir()
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path = directory / name
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(merged, f)
-    env[ENV_QWEN_DEFAULTS] = str(path)
-    return path
+    return _write_defaults(env, ENV_QWEN_DEFAULTS, directory / name, merged)
 
 
 def remove_quietly(path: Path) -> None:
