@@ -20,6 +20,7 @@ from panewatch.core.cast import parse_cast
 from panewatch.core.combine import Report
 from panewatch.core.machine import StateChange
 from panewatch.core.screen import Screen
+from panewatch.runtime.driver import DueTimers
 from panewatch.runtime.live import LivePane, ManifestWatcher
 
 TIMEOUT = 15.0
@@ -444,6 +445,101 @@ def test_detection_timers_of_all_panes_share_one_heap() -> None:
             await pane.close()
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+class _Due:
+    """A stand-in for a PaneDriver in DueTimers: records each offer; due only from `come_at` on (as a
+    report's settling time is), re-arming the way PaneDriver._arm does when nothing was due."""
+
+    def __init__(self, timers: object, pane_id: str, come_at: float = 0.0) -> None:
+        self.timers, self.pane_id, self.come_at = timers, pane_id, come_at
+        self.offers: list[float] = []
+        self.turns: list[int] = []  # which of the timers' turns offered it
+
+    def _on_due(self, token: int) -> None:
+        assert isinstance(self.timers, DueTimers)
+        now = asyncio.get_running_loop().time()
+        self.offers.append(now)
+        self.turns.append(getattr(self.timers, "turns", 0))
+        if now < self.come_at:
+            self.timers.arm(self.come_at, self, self.come_at < now + self.timers.grain)  # type: ignore[arg-type]
+
+
+def _counted(timers: DueTimers) -> DueTimers:
+    """`timers` counting its turns in `timers.turns` (its asyncio timer calls `_fire`)."""
+    fire = timers._fire
+
+    def counted() -> None:
+        timers.turns += 1  # type: ignore[attr-defined]
+        fire()
+
+    timers.turns = 0  # type: ignore[attr-defined]
+    timers._fire = counted  # type: ignore[method-assign]
+    return timers
+
+
+def test_due_times_in_one_grain_run_in_one_turn_and_an_exact_one_waits_for_its_time() -> None:
+    from panewatch.core.detector import TIMER_SLACK
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        timers = _counted(DueTimers(loop))
+        grain = timers.grain
+        assert grain == TIMER_SLACK > 0  # offered as early as the detector counts a check as come
+        cell = (int(loop.time() / grain) + 20) * grain  # a grid cell 0.1 s ahead
+        group = [_Due(timers, f"g{i}") for i in range(3)]
+        for i, due in enumerate(group):
+            timers.arm(cell + grain * (0.1 + 0.3 * i), due)  # type: ignore[arg-type]
+        settle = _Due(timers, "settle", come_at=cell + grain * 0.5)
+        timers.arm(settle.come_at, settle)  # type: ignore[arg-type]
+        deadline = loop.time() + 10
+        while not (all(d.offers for d in group) and settle.offers and loop.time() >= settle.come_at):
+            assert loop.time() < deadline
+            await asyncio.sleep(0.01)
+        turns = {d.turns[0] for d in group}
+        assert len(turns) == 1, turns  # one turn for the three
+        assert min(d.offers[0] for d in group) >= cell - 0.001  # never before their grain began
+        assert settle.turns[0] in turns  # offered early with them, not come, armed for its exact time:
+        assert len(settle.offers) == 2 and settle.offers[1] >= settle.come_at  # run when it came, no spin
+        plain = _counted(DueTimers(loop, grain=0.0))  # no grain: each time by itself
+        alone = [_Due(plain, f"a{i}") for i in range(2)]
+        start = loop.time()
+        for i, due in enumerate(alone):
+            plain.arm(start + 0.05 + 0.02 * i, due)  # type: ignore[arg-type]
+        while not all(d.offers for d in alone):
+            assert loop.time() < deadline
+            await asyncio.sleep(0.005)
+        assert alone[0].turns[0] != alone[1].turns[0] and alone[1].offers[0] >= start + 0.07
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_a_reports_settling_time_is_kept_exactly_by_a_live_pane_without_spinning() -> None:
+    """A report's settling time counts exactly (combine), though checks are offered a grain early: the
+    screen takes over from the report once the time has come, in a turn or two, not a loop spinning."""
+    from panewatch.core.combine import REPORT_SETTLE
+
+    async def main() -> None:
+        pane = LivePane(["cat"], pane_id="settle", cols=60, rows=10, env=env())
+        watch = Watch(pane)
+        pane.start()
+        await until(lambda: pane.detector.stats.checks > 0, "first check")
+        loop = asyncio.get_running_loop()
+        offers: list[float] = []
+        real = pane._on_due
+        pane._on_due = lambda token: (offers.append(loop.time()), real(token))[1]  # type: ignore[method-assign]
+        reported = loop.time()
+        pane.report(Report("blocked", reported, "hook", "permission_prompt"))
+        pane.write(b"plain text, no dialog\n")  # the screen changes after the report: it speaks once settled
+        await until(lambda: "plain text" in pane.snapshot().text(), "echo drawn")
+        assert pane.state.state == "blocked"
+        change = await watch.reach("idle")
+        assert change.new.source == "screen" and change.t >= reported + REPORT_SETTLE["blocked"]
+        near = [t for t in offers if t >= reported + REPORT_SETTLE["blocked"] - 0.05]
+        assert 1 <= len(near) <= 3, near  # offered early once, then at its time
+        await pane.close()
+
+    run(main)
 
 
 def test_output_has_the_foreground_looked_at_once_before_its_check_not_per_read() -> None:

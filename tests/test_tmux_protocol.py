@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -19,6 +21,7 @@ from panewatch.core.tmux_protocol import (
     Notification,
     Output,
     Reply,
+    coalesce,
     command,
     decode_output,
     routes,
@@ -30,6 +33,42 @@ def test_octal_escapes_decode_to_the_exact_bytes() -> None:
     assert decode_output(b"a\\033[1mb\\015\\012\\134c") == b"a\x1b[1mb\r\n\\c"
     assert decode_output(b"no escapes \xc3\xa9") == b"no escapes \xc3\xa9"
     assert decode_output(b"\\9 \\12 trailing\\") == b"\\9 \\12 trailing\\"  # not 3 octal digits: as they are
+    assert decode_output(b"\\033ok \\x41 \\n") == b"\x1bok \\x41 \\n"  # one bad escape: the rest still decoded
+
+
+def _escape(raw: bytes) -> bytes:
+    """What tmux writes for `raw` (control-mode escaping: bytes below 32 and backslash as octal)."""
+    return b"".join(b"\\%03o" % b if b < 32 or b == 92 else bytes((b,)) for b in raw)
+
+
+@given(st.binary(max_size=400))
+def test_decoding_tmux_escaping_gives_back_every_byte(raw: bytes) -> None:
+    assert decode_output(_escape(raw)) == raw
+
+
+_PIECES = st.one_of(st.binary(max_size=3), st.sampled_from(
+    [b"\\", b"\\033", b"\\134", b"\\377", b"\\400", b"\\9", b"\\12", b"\\x41", b"\\n", b"\\\\"]))
+
+
+@given(st.lists(_PIECES, max_size=30).map(b"".join))
+def test_garbage_decodes_escape_by_escape_and_never_raises_or_warns(data: bytes) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = decode_output(data)
+    parts = data.split(b"\\")
+    expected = parts[0] + b"".join(bytes((int(p[:3], 8),)) + p[3:]
+                                   if len(p) >= 3 and p[0] in b"0123" and all(c in b"01234567" for c in p[1:3])
+                                   else b"\\" + p for p in parts[1:])
+    assert got == expected
+
+
+def test_a_panes_consecutive_outputs_join_in_order_and_nothing_crosses_another_event() -> None:
+    events = ControlParser().feed(b"%output %1 a\n%output %2 x\n%output %1 b\n%extended-output %2 9 : y\n"
+                                  b"%layout-change @1 ab,80x24,0,0,1\n%output %1 c\n%output %1 d\n"
+                                  b"%begin 1 2 1\n%end 1 2 1\n%output %1 e\n")
+    assert coalesce(events) == [
+        Output("%1", b"ab"), Output("%2", b"xy"), events[4], Output("%1", b"cd"), events[7], Output("%1", b"e")]
+    assert coalesce([]) == []
 
 
 def test_output_extended_output_and_notifications() -> None:

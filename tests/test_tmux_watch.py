@@ -208,3 +208,40 @@ def test_an_old_tmux_is_refused_naming_the_minimum(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(runtime_tmux.subprocess, "run", old_tmux)
     with pytest.raises(TmuxVersionError, match=r"tmux 3\.2 or newer.*found tmux 3\.1c"):
         runtime_tmux.check_version()
+
+
+class _Looked:
+    """A stand-in for a TmuxPane in LaterLooks: when it was last looked at, and its looks."""
+
+    def __init__(self, pane_id: str, looked_at: float) -> None:
+        self.pane_id, self.looked_at = pane_id, looked_at
+        self.looks: list[float] = []
+
+    def look_later(self) -> None:
+        self.looked_at = asyncio.get_running_loop().time()
+        self.looks.append(self.looked_at)
+
+
+def test_output_soon_after_a_look_gets_one_later_look_from_one_timer_for_all_panes() -> None:
+    from panewatch.runtime.tmux_watch import FOREGROUND_MIN, LOOK_SWEEP, LaterLooks
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        looks = LaterLooks()
+        start = loop.time()
+        panes = [_Looked(f"%{i}", start - 0.5 * i) for i in range(3)]  # looked at 0, 0.5 and 1 s ago
+        handles_before = len(loop._scheduled)  # type: ignore[attr-defined]
+        for _ in range(5):  # many outputs: still one entry each, one timer in all
+            for pane in panes:
+                looks.add(pane, loop)  # type: ignore[arg-type]
+        assert len(loop._scheduled) == handles_before + 1  # type: ignore[attr-defined]
+        looks.discard(panes[1])  # gone: never looked at
+        await until(lambda: bool(panes[0].looks), 10, "the later look")
+        assert [len(p.looks) for p in panes] == [1, 0, 1]
+        assert panes[0].looks[0] >= start + FOREGROUND_MIN  # not before its minimum gap
+        assert panes[2].looks[0] < panes[0].looks[0]  # already due: at the first sweep
+        await asyncio.sleep(2 * LOOK_SWEEP)
+        assert [len(p.looks) for p in panes] == [1, 0, 1] and looks._handle is None  # nothing owed: no timer
+        looks.close()
+
+    asyncio.run(asyncio.wait_for(main(), 30))

@@ -19,6 +19,7 @@ inside them are plain text, a `'` is closed, written as `"'"` and reopened).
 
 from __future__ import annotations
 
+import codecs
 import re
 from dataclasses import dataclass, field
 
@@ -53,18 +54,48 @@ _BEGIN = re.compile(rb"%begin (\d+) (\d+) (\d+)\Z")
 
 
 _ESCAPES = {f"{n:03o}".encode(): bytes((n,)) for n in range(256)}
+# A backslash that does not start a 3-digit octal escape of one byte: never in tmux's own output (it
+# writes a backslash as \134), only in garbage, which the slow path below keeps as it is.
+_NOT_AN_ESCAPE = re.compile(rb"\\(?![0-3][0-7][0-7])")
 
 
 def decode_output(data: bytes) -> bytes:
     """`%output` data to the bytes the pane wrote: `\\ooo` escapes decoded; anything else as it is."""
     if b"\\" not in data:
         return data
+    if _NOT_AN_ESCAPE.search(data) is None:  # every escape is one: C decodes them (a spinner frame has dozens)
+        decoded: bytes = codecs.escape_decode(data)[0]
+        return decoded
     parts = data.split(b"\\")
     out = [parts[0]]
     for part in parts[1:]:  # one dict lookup per escape: a flood of control bytes stays cheap
         byte = _ESCAPES.get(part[:3])
         out.append(byte + part[3:] if byte is not None else b"\\" + part)
     return b"".join(out)
+
+
+def coalesce(events: list[Event]) -> list[Event]:
+    """The same events with each pane's consecutive `Output`s joined into one (its first's place and
+    age): one read carries several chunks of a pane, and feeding them at once is the same stream for
+    its screen at a fraction of the calls. Only outputs with no other event between them are joined,
+    so every pane's bytes keep their order relative to replies and notifications (a seed, a resize)."""
+    out: list[Event] = []
+    run: dict[str, int] = {}  # pane -> index in `out` of its output in the current run of outputs
+    more: dict[int, list[bytes]] = {}  # index in `out` -> the chunks joined to it
+    for event in events:
+        if not isinstance(event, Output):
+            run = {}
+            out.append(event)
+        elif (at := run.get(event.pane)) is None:
+            run[event.pane] = len(out)
+            out.append(event)
+        else:
+            more.setdefault(at, []).append(event.data)
+    for at, chunks in more.items():
+        first = out[at]
+        assert isinstance(first, Output)
+        out[at] = Output(first.pane, b"".join([first.data, *chunks]), first.age)
+    return out
 
 
 @dataclass

@@ -15,6 +15,7 @@ import heapq
 import itertools
 import json
 import logging
+import math
 import time
 import weakref
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from typing import IO, Protocol
 
 from panewatch.core.classify import Verdict
 from panewatch.core.combine import PaneState, Report
-from panewatch.core.detector import PaneDetector
+from panewatch.core.detector import TIMER_SLACK, PaneDetector
 from panewatch.core.history import HISTORY_BYTES
 from panewatch.core.machine import Foreground, PaneMachine, StateChange
 from panewatch.core.manifest import Manifest
@@ -51,11 +52,16 @@ class DueTimers:
     """Every pane's detection time on one loop in one heap, behind one asyncio timer: asyncio's own
     heap compares its TimerHandles in Python (`__lt__`, ~12 calls per push or pop among 1000 panes'
     timers) and a re-armed pane leaves a cancelled handle behind; here the heap holds plain tuples and
-    a superseded entry is skipped when its time comes."""
+    a superseded entry is skipped when its time comes. Times are offered up to `grain` early (the
+    detector's TIMER_SLACK: a check that early has come), and the one timer is set on a grid of
+    `grain` seconds, so the panes due in one grain are checked in one turn, not one turn each. An
+    `exact` time (one offered early that had not come: a report's settling time counts exactly) is
+    run when it comes."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, grain: float = TIMER_SLACK) -> None:
         self._loop = loop
-        self._heap: list[tuple[float, int, PaneDriver]] = []
+        self.grain = grain
+        self._heap: list[tuple[float, int, PaneDriver, bool]] = []
         self._tokens = itertools.count()
         self._handle: asyncio.TimerHandle | None = None
         self._handle_at = float("inf")
@@ -68,32 +74,36 @@ class DueTimers:
             timers = _TIMERS[loop] = cls(loop)
         return timers
 
-    def arm(self, when: float, driver: PaneDriver) -> int:
-        """Call `driver._on_due(token)` at `when` (loop time); returns the token."""
+    def arm(self, when: float, driver: PaneDriver, exact: bool = False) -> int:
+        """Call `driver._on_due(token)` at `when` (loop time; up to `grain` early unless `exact`);
+        returns the token."""
         token = next(self._tokens)
-        heapq.heappush(self._heap, (when, token, driver))
-        if when < self._handle_at:
-            self._schedule(when)
+        heapq.heappush(self._heap, (when, token, driver, exact))
+        self._schedule(when, exact)
         return token
 
-    def _schedule(self, when: float) -> None:
+    def _schedule(self, when: float, exact: bool) -> None:
+        at = when if exact or self.grain <= 0 else math.floor(when / self.grain) * self.grain
+        if at >= self._handle_at:
+            return  # the timer already set comes first
         if self._handle is not None:
             self._handle.cancel()
-        self._handle, self._handle_at = self._loop.call_at(when, self._fire), when
+        self._handle, self._handle_at = self._loop.call_at(at, self._fire), at
 
     def _fire(self) -> None:
         self._handle, self._handle_at = None, float("inf")
-        end = self._loop.time() + self._resolution  # what asyncio itself counts as come
-        heap, come = self._heap, []
-        while heap and heap[0][0] < end:  # popped first: a time armed by one of them waits for the next turn
-            come.append(heapq.heappop(heap))
-        for _, token, driver in come:
+        now = self._loop.time()
+        early, come = now + max(self.grain, self._resolution), now + self._resolution  # what asyncio counts as come
+        heap, due = self._heap, []
+        while heap and heap[0][0] < (come if heap[0][3] else early):
+            due.append(heapq.heappop(heap))  # popped first: a time armed by one of them waits for the next turn
+        for _, token, driver, _exact in due:
             try:
                 driver._on_due(token)
             except Exception:  # one pane's failure must not stop the others' detection
                 log.exception("detection of pane %s failed", driver.pane_id)
-        if heap and heap[0][0] < self._handle_at:
-            self._schedule(heap[0][0])
+        if heap:
+            self._schedule(heap[0][0], heap[0][3])
 
 
 class PaneDriver:
@@ -162,25 +172,28 @@ class PaneDriver:
 
     # -- detection: the machine's, on this loop's timers ------------------------------------------
 
-    def _arm(self) -> None:
-        """(Re)arm the one detection timer at the machine's next due time."""
+    def _arm(self, *, now: float | None = None) -> None:
+        """(Re)arm the one detection timer at the machine's next due time (`now`: the time of a turn
+        that found nothing due; a due time within its grain was offered early and is armed exactly)."""
         if self._timers is None or self.machine.has_exited:
             return
         due = self.machine.next_due()
         if self._due is not None and due >= self._due_at:
             return  # the armed time comes first: the tick then finds nothing due and re-arms
         self._due_at = due
-        self._due = None if due == float("inf") else self._timers.arm(due, self)
+        exact = now is not None and due < now + self._timers.grain
+        self._due = None if due == float("inf") else self._timers.arm(due, self, exact)
 
     def _on_due(self, token: int) -> None:
         if token != self._due or self._loop is None:
             return  # superseded by an earlier time, or the pane stopped
         self._due, self._due_at = None, float("inf")
         now = self._loop.time()
-        if self.machine.is_due(now):
+        due = self.machine.is_due(now)
+        if due:
             self._before_check(now)
         self._publish(self.machine.tick(now))
-        self._arm()
+        self._arm(now=None if due else now)
 
     def _before_check(self, now: float) -> None:
         """A scheduled check is about to classify the screen (the source may look at who holds it first)."""

@@ -158,7 +158,7 @@ class RemotePane(TmuxPane):
 
     def _look_at_foreground(self, now: float) -> None:
         """Who holds the pane, as tmux says (`pane_current_command`): the remote tty is not readable here."""
-        self._fg_looked = now
+        self.looked_at = now
         command = self.info.current_command
         fg = None
         if command:

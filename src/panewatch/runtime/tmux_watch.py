@@ -62,6 +62,7 @@ log = logging.getLogger("panewatch.runtime.tmux")
 # our own are a backstop: every FOREGROUND_POLL, and after output at most every FOREGROUND_MIN per pane.
 FOREGROUND_POLL = 5.0
 FOREGROUND_MIN = 1.0
+LOOK_SWEEP = 0.25  # how often the panes waiting for that look are visited (a look comes <= 1.25 s after output)
 RESYNC_DELAY = 0.05  # structural notifications come in bursts (a split: window-pane-changed, layout-change)
 SERVER_POLL = 2.0  # with no session attached, look for the server's sessions this often
 STRUCTURAL = frozenset({"window-add", "window-close", "unlinked-window-add", "unlinked-window-close",
@@ -116,6 +117,43 @@ class TtyForeground:
             self._fd = None
 
 
+class LaterLooks:
+    """The panes with output since their last look at who holds the tty, each looked at once
+    FOREGROUND_MIN has passed since that look: one timer for all of them. (A timer per pane cost a
+    TimerHandle and asyncio's heap for every busy pane every second: ~5 % of the watcher's CPU at
+    1000 busy panes.)"""
+
+    def __init__(self) -> None:
+        self._panes: dict[TmuxPane, None] = {}  # insertion-ordered set
+        self._handle: asyncio.TimerHandle | None = None
+
+    def add(self, pane: TmuxPane, loop: asyncio.AbstractEventLoop) -> None:
+        self._panes[pane] = None
+        if self._handle is None:
+            self._handle = loop.call_later(LOOK_SWEEP, self._sweep, loop)
+
+    def discard(self, pane: TmuxPane) -> None:
+        self._panes.pop(pane, None)
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        self._panes.clear()
+
+    def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._handle = None
+        now = loop.time()
+        for pane in [p for p in self._panes if now >= p.looked_at + FOREGROUND_MIN]:
+            del self._panes[pane]
+            try:
+                pane.look_later()
+            except Exception:  # a sweep never dies on one pane
+                log.exception("tmux pane %s: foreground look failed", pane.pane_id)
+        if self._panes:
+            self._handle = loop.call_later(LOOK_SWEEP, self._sweep, loop)
+
+
 class TmuxPane(PaneDriver):
     """One tmux pane on the real clock. Made and fed by its TmuxWatcher."""
 
@@ -128,9 +166,8 @@ class TmuxPane(PaneDriver):
         self.seeded = False
         self.exit_code: int | None = None
         self.on_output: Callable[[bytes], None] | None = None  # a viewer's tap (the board's endpoint)
-        self._fg_looked = float("-inf")
+        self.looked_at = float("-inf")  # the last look at who holds the tty
         self._tty = TtyForeground(info.pid, info.tty)
-        self._fg_later: asyncio.TimerHandle | None = None
 
     @property
     def target(self) -> str:
@@ -193,9 +230,7 @@ class TmuxPane(PaneDriver):
 
     def gone(self, detail: str) -> None:
         """The pane closed, or its server exited: exited for good."""
-        if self._fg_later is not None:
-            self._fg_later.cancel()
-            self._fg_later = None
+        self.tmux.later_looks.discard(self)
         if not self.machine.has_exited:
             self._publish(self.machine.exited(self.clock(), None, detail))
         self._stop_driving()
@@ -205,7 +240,7 @@ class TmuxPane(PaneDriver):
     # -- who holds the tty -------------------------------------------------------------------------
 
     def _look_at_foreground(self, now: float) -> None:
-        self._fg_looked = now
+        self.looked_at = now
         if (self._tty.pane_pid, self._tty.tty) != (self.info.pid, self.info.tty):  # respawn-pane
             self._tty.close()
             self._tty = TtyForeground(self.info.pid, self.info.tty)
@@ -214,13 +249,13 @@ class TmuxPane(PaneDriver):
             self._set_foreground(now, self.tracker.current)
 
     def _foreground_soon(self, now: float) -> None:
-        if now - self._fg_looked >= FOREGROUND_MIN:
+        if now - self.looked_at >= FOREGROUND_MIN:
             self._look_at_foreground(now)
-        elif self._fg_later is None and self._loop is not None:
-            self._fg_later = self._loop.call_later(FOREGROUND_MIN, self._look_later)
+        elif self._loop is not None:
+            self.tmux.later_looks.add(self, self._loop)
 
-    def _look_later(self) -> None:
-        self._fg_later = None
+    def look_later(self) -> None:
+        """The look LaterLooks owed this pane (output came within FOREGROUND_MIN of the last one)."""
         if not self.machine.has_exited:
             self._look_at_foreground(self.clock())
 
@@ -229,9 +264,7 @@ class TmuxPane(PaneDriver):
 
     def stop(self) -> None:
         """Stop watching (the watcher closes); the pane itself is the user's and lives on."""
-        if self._fg_later is not None:
-            self._fg_later.cancel()
-            self._fg_later = None
+        self.tmux.later_looks.discard(self)
         self._stop_driving()
         self._tty.close()
 
@@ -276,6 +309,7 @@ class TmuxWatcher:
         self.on_added = on_added
         self.on_removed = on_removed
         self.panes: dict[str, TmuxPane] = {}
+        self.later_looks = LaterLooks()
         self.clients: dict[str, list[ControlClient]] = {}  # by session id: its clients (shards)
         self.server_alive = False
         self.resyncs = 0
@@ -325,6 +359,7 @@ class TmuxWatcher:
         if self.hooks is not None:
             await self.hooks.close()
         await asyncio.gather(*(client.close() for client in self._all_clients()))
+        self.later_looks.close()
         self.clients.clear()
         self.subscribers.clear()
         for pane in list(self.panes.values()):
