@@ -14,11 +14,11 @@ from panewatch.core.policy import ChangeDrivenSchedule, Schedule
 from panewatch.core.screen import Screen, Snapshot
 
 UNKNOWN = Verdict("idle", None, agent="")
-# A check this much early has come. Event loops round; and a live loop runs the checks of every pane due
-# within this much in one turn (runtime/driver.py DueTimers: one turn per check cost a fifth of the
-# watcher's CPU at 1000 busy panes). A frame quiet for settle minus this is still complete (its writes
-# come 0-15 ms apart). Fired late instead, checks met the next spinner frame and were put off again.
-TIMER_SLACK = 0.005
+# A check this much early has come: event loops round, and a live loop runs the checks of every pane due
+# within this much in one turn (runtime/driver.py DueTimers). Not more: the stop rule's "quiet 1.5x the
+# usual gap" is measured against output tmux delivers in clumps, and 5 ms counted 15 % more checks as
+# due at 1000 busy panes than 1 ms did (each one a classification).
+TIMER_SLACK = 0.001
 # A frame inside a synchronized update (DEC mode 2026) is half drawn: a terminal shows nothing of it until
 # the program ends the update, and we judge nothing of it either, at the latest this long after it began
 # (a program that never ends one is judged anyway). Measured: Qwen Code's full redraw after a grant came
