@@ -92,6 +92,27 @@ def test_a_change_during_the_settling_time_counts_once_it_is_over() -> None:
     assert (m.state.state, m.state.source) == ("working", "screen")  # then the screen speaks again
 
 
+def test_a_report_that_ends_a_block_waits_for_the_check_of_the_frame_drawn_meanwhile() -> None:
+    # Qwen Code fires PreToolUse after the grant: answered 0.3 ms after its dialog was drawn (a fast test
+    # user), the report came before the check of the dialog's frame (e2e test_panewatch_run_bash[qwen]).
+    m = machine(agent="claude")
+    m.output(1.0, CHUNKS[0])
+    m.output(2.0, CHUNKS[1])
+    settle(m, 2.9)
+    seen = m.report(2.5, Report("blocked", 2.5, "hook", "PermissionRequest Bash"))
+    seen += m.output(3.0, CHUNKS[2])  # the dialog drawn
+    seen += m.report(3.005, Report("working", 3.005, "hook", "PreToolUse Bash"))  # answered at once
+    assert m.state.state == "blocked"  # held: the dialog's frame is not judged yet
+    seen += settle(m, 3.9)
+    seen += m.output(4.0, CHUNKS[3])  # the agent redraws after the grant
+    seen += settle(m, 4.9)
+    assert [(c.new.state, c.new.source) for c in seen] == [("blocked", "hook"), ("working", "screen")]
+    # With the screen judged, a report that ends a block is combined at once.
+    assert [c.new.state for c in m.report(5.0, Report("blocked", 5.0, "hook"))] == ["blocked"]
+    assert not m.detector.screen_unjudged()
+    assert [(c.t, c.new.state) for c in m.report(5.1, Report("done", 5.1, "hook", "Stop"))] == [(5.1, "idle")]
+
+
 def test_a_report_stamped_on_another_clock_arrives_now() -> None:
     m = machine(agent="claude", start=1000.0)
     m.output(1001.0, CHUNKS[0])

@@ -79,6 +79,12 @@ class PaneDetector:
         more output moved the check later (an animation's next frame postpones its stop check)."""
         return now >= self.next_due() - TIMER_SLACK
 
+    def screen_unjudged(self) -> bool:
+        """The visible screen is not the one last judged: output since the last check changed it."""
+        snapshot = self.screen.snapshot()
+        last = self._judged if self._judged is not None else self._judged_unknown
+        return last is None or not (last[0] is snapshot or last[0] == snapshot)
+
     def mid_frame(self, now: float) -> bool:
         """The screen is a frame half drawn (a synchronized update open for less than `sync_hold`)."""
         return self._sync_since is not None and now < self._sync_since + self.sync_hold

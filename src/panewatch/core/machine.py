@@ -14,6 +14,9 @@ Everything that decides what `combine()` is told lives here, and only here:
 * the program's own status (OSC 7501, core/termstatus.py) read from its output: the latest is in force
   until a newer one or `clear`;
 * a report stamped on another clock (outside the last REPORT_SKEW seconds) counts as arriving now;
+* a report that ends a block (blocked -> anything else) while the screen shows a frame not judged yet
+  is combined at that frame's check (REPORT_WAITS_FOR_SCREEN), not before: a dialog answered within
+  milliseconds is still the dialog on that frame, and the pane leaves blocked once, not twice;
 * whether the agent still runs: an agent seen by its process or by its screen, then the shell (or a
   program we can tell is not that agent) back in front, means it is gone;
 * which agent's rules judge the screen: pinned, else the foreground process's agent if a manifest
@@ -44,6 +47,11 @@ from panewatch.core.screen import Screen, Snapshot
 from panewatch.core.termstatus import ProgramStatus
 
 REPORT_SKEW = 60.0  # seconds: a report stamped further back (or in the future) was stamped on another clock
+# A report that ends a block while the screen has a frame not judged yet waits for that frame's check, at
+# most this long (the schedule judges any output within 0.3 s, core/policy.py). Qwen Code fires PreToolUse
+# after the grant: answered within ms of its dialog being drawn, the report came before the check of the
+# dialog's frame, and taken at once the pane went blocked -> working -> blocked (that frame) -> working.
+REPORT_WAITS_FOR_SCREEN = 0.3
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +166,8 @@ class PaneMachine:
         settle = REPORT_SETTLE.get(report.state, 0.0)
         self._settle_due = report.t + settle if settle > 0 else None  # combine() looks again then
         self._screen_agreed = False
+        if self.state.state == "blocked" and report.state != "blocked" and self._screen_check_pending(t):
+            return self._flush([])  # the pending check combines it with the screen drawn meanwhile
         return self._flush(self._update(t))
 
     def foreground(self, t: float, fg: Foreground | None) -> list[StateChange]:
@@ -269,6 +279,10 @@ class PaneMachine:
                 self._screen_changed_at = self.last_output
                 self._report_key = None  # superseded for good: later changes need no comparison
         self._last_snapshot = snapshot
+
+    def _screen_check_pending(self, t: float) -> bool:
+        """The screen changed since it was last judged and its check comes within REPORT_WAITS_FOR_SCREEN."""
+        return self.detector.next_due() <= t + REPORT_WAITS_FOR_SCREEN and self.detector.screen_unjudged()
 
     def _refresh_agent(self) -> None:
         fg = self.fg
