@@ -21,7 +21,6 @@ from panewatch.core.tmux_protocol import (
     Notification,
     Output,
     Reply,
-    coalesce,
     command,
     decode_output,
     routes,
@@ -60,15 +59,6 @@ def test_garbage_decodes_escape_by_escape_and_never_raises_or_warns(data: bytes)
                                    if len(p) >= 3 and p[0] in b"0123" and all(c in b"01234567" for c in p[1:3])
                                    else b"\\" + p for p in parts[1:])
     assert got == expected
-
-
-def test_a_panes_consecutive_outputs_join_in_order_and_nothing_crosses_another_event() -> None:
-    events = ControlParser().feed(b"%output %1 a\n%output %2 x\n%output %1 b\n%extended-output %2 9 : y\n"
-                                  b"%layout-change @1 ab,80x24,0,0,1\n%output %1 c\n%output %1 d\n"
-                                  b"%begin 1 2 1\n%end 1 2 1\n%output %1 e\n")
-    assert coalesce(events) == [
-        Output("%1", b"ab"), Output("%2", b"xy"), events[4], Output("%1", b"cd"), events[7], Output("%1", b"e")]
-    assert coalesce([]) == []
 
 
 def test_output_extended_output_and_notifications() -> None:

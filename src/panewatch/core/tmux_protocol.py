@@ -74,30 +74,6 @@ def decode_output(data: bytes) -> bytes:
     return b"".join(out)
 
 
-def coalesce(events: list[Event]) -> list[Event]:
-    """The same events with each pane's consecutive `Output`s joined into one (its first's place and
-    age): one read carries several chunks of a pane, and feeding them at once is the same stream for
-    its screen at a fraction of the calls. Only outputs with no other event between them are joined,
-    so every pane's bytes keep their order relative to replies and notifications (a seed, a resize)."""
-    out: list[Event] = []
-    run: dict[str, int] = {}  # pane -> index in `out` of its output in the current run of outputs
-    more: dict[int, list[bytes]] = {}  # index in `out` -> the chunks joined to it
-    for event in events:
-        if not isinstance(event, Output):
-            run = {}
-            out.append(event)
-        elif (at := run.get(event.pane)) is None:
-            run[event.pane] = len(out)
-            out.append(event)
-        else:
-            more.setdefault(at, []).append(event.data)
-    for at, chunks in more.items():
-        first = out[at]
-        assert isinstance(first, Output)
-        out[at] = Output(first.pane, b"".join([first.data, *chunks]), first.age)
-    return out
-
-
 @dataclass
 class _Block:
     time: bytes

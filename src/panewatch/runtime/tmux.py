@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from panewatch.core.tmux_formats import MIN_VERSION, parse_version
-from panewatch.core.tmux_protocol import ControlParser, Event, Notification, Reply, coalesce, command
+from panewatch.core.tmux_protocol import ControlParser, Event, Notification, Reply, command
 from panewatch.errors import TmuxError, TmuxVersionError
 
 log = logging.getLogger("panewatch.runtime.tmux")
@@ -207,7 +207,7 @@ class ControlClient:
         stdout = self._proc.stdout
         try:
             while data := await stdout.read(READ_SIZE):
-                for event in coalesce(self._parser.feed(data)):  # a pane's chunks of one read fed at once
+                for event in self._parser.feed(data):
                     self._dispatch(event)
         except Exception:  # the reader must not die silently: the client is gone for us either way
             log.exception("tmux control client reader failed")
