@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from panewatch.core.manifest import load_all
 from panewatch.golden.cases import find_cases
 from panewatch.lab.bench import core as bench_core
@@ -60,3 +62,22 @@ def test_scale_bench_runs_real_panes_under_each_policy() -> None:
     table = bench_scale.report(phases)
     assert table.count("\n| 2 |") == 6  # a row per policy in the figures and in where the latency is spent
     assert "latency p50 / p90 / p99 / max (s)" in table and "classifications/s" in table
+
+
+@pytest.mark.needs("tmux")
+def test_the_tmux_benchmark_scores_both_watchers_and_splits_their_latency() -> None:
+    """Three fakes in a private tmux server, watched through control mode and by the capture-pane poller
+    (no timing asserted): both score the same prompts, and every detection's latency is split at the read."""
+    from panewatch.lab.bench import tmux as bench_tmux
+
+    rows = bench_tmux.run_tmux(panes=3, seconds=12.0)
+    assert [r.phase.name for r in rows] == ["control mode (panewatch)", "capture-pane every 500 ms (peers)"]
+    control, poller = (r.phase for r in rows)
+    assert rows[0].clients >= 1 and control.prompts >= 1 and poller.prompts >= 1
+    for phase in (control, poller):
+        assert phase.false_blocked == 0
+        assert len(phase.after_output) == len(phase.before_output) == len(phase.latencies)
+        # the two parts add up to the latency (each detection's own split)
+        assert abs(sum(phase.after_output) + sum(phase.before_output) - sum(phase.latencies)) < 1e-6
+    table = bench_tmux.report(rows)
+    assert table.count("\n| 3 |") == 4 and "| before the read | after the read |" in table

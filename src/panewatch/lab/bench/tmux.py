@@ -8,7 +8,9 @@ this process plus its tmux clients or capture subprocesses (% of one core, and i
 is shared, so wall-clock figures move with the load average printed at both ends of each phase), the
 tmux server's apart; memory is this process's RSS growth per pane; latency runs from the prompt's bytes
 written (the fake's truth) to the pane's event; start-up is from the watcher's start to every pane
-judged (the poller: its first round over every pane), wall and CPU seconds.
+judged (the poller: its first round over every pane), wall and CPU seconds. Where a latency is spent:
+before the watcher read the prompt's last bytes (tmux delivering them, or the poller's round coming), and
+after (the schedule and the loop).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import psutil
 
 from panewatch.core.machine import PaneMachine, StateChange
 from panewatch.core.tmux_formats import PANE_FORMAT, parse_pane, seed_bytes
-from panewatch.lab.bench.scale import Phase, _fmt, _score
+from panewatch.lab.bench.scale import Phase, _fmt, _score, _spread
 from panewatch.lab.loadgen import fifo_path
 from panewatch.runtime.live import ManifestWatcher
 from panewatch.runtime.tmux import TmuxServer
@@ -75,6 +77,7 @@ async def _phase(name: str, panes: int, seconds: float, seed: int) -> Row:
     phase = Phase(name, panes)
     row = Row(phase, load_start=os.getloadavg()[0])
     events: list[tuple[str, float, str]] = []
+    after: dict[tuple[str, float], float] = {}  # (pane, event time) -> seconds since its last bytes were read
     with tempfile.TemporaryDirectory(prefix="pwb-", dir="/tmp") as tmp:
         folder = Path(tmp)
         for i in range(panes):
@@ -101,14 +104,16 @@ async def _phase(name: str, panes: int, seconds: float, seed: int) -> Row:
             def on_added(pane: TmuxPane) -> None:
                 def on_change(c: StateChange) -> None:
                     judged.add(c.pane)
-                    events.append((index_of.get(c.pane, c.pane), c.wall or time.time(), c.new.state))
+                    index, wall = index_of.get(c.pane, c.pane), c.wall or time.time()
+                    events.append((index, wall, c.new.state))
+                    after[(index, wall)] = max(0.0, c.t - pane.last_output)
 
                 pane.subscribe(on_change)
 
             watcher = TmuxWatcher(server, ManifestWatcher(), on_added=on_added)
             await watcher.start()
         else:
-            poller = asyncio.get_running_loop().create_task(_poll(server, index_of, events, judged))
+            poller = asyncio.get_running_loop().create_task(_poll(server, index_of, events, after, judged))
         while len(judged) < panes and time.monotonic() - wall_start < 120:
             await asyncio.sleep(0.01)
         row.start_wall, row.start_cpu = time.monotonic() - wall_start, _self_cpu() - cpu_start
@@ -144,12 +149,12 @@ async def _phase(name: str, panes: int, seconds: float, seed: int) -> Row:
                 await watcher.close()
             subprocess.run(server.argv("kill-server"), capture_output=True, timeout=60)
         truth = [json.loads(line) for line in (folder / "truth.jsonl").read_text().splitlines() if line.strip()]
-        _score(phase, truth, events, end)
+        _score(phase, truth, events, end, after)
     return row
 
 
 async def _poll(server: TmuxServer, index_of: dict[str, str], events: list[tuple[str, float, str]],
-                judged: set[str]) -> None:
+                after: dict[tuple[str, float], float], judged: set[str]) -> None:
     """The peers' watcher: every POLL seconds, `tmux capture-pane` per pane (a subprocess each), judged."""
     manifests = ManifestWatcher()
     machines: dict[str, PaneMachine] = {}
@@ -169,7 +174,9 @@ async def _poll(server: TmuxServer, index_of: dict[str, str], events: list[tuple
             now = loop.time()
             machine.output(now, seed_bytes(info, out.split(b"\n")))
             for change in machine.check(now):
-                events.append((index_of.get(info.pane_id, info.pane_id), time.time(), change.new.state))
+                index, wall = index_of.get(info.pane_id, info.pane_id), time.time()
+                events.append((index, wall, change.new.state))
+                after[(index, wall)] = max(0.0, change.t - machine.last_output)
             judged.add(info.pane_id)
         await asyncio.sleep(max(0.0, POLL - (loop.time() - started)))
 
@@ -199,6 +206,12 @@ def report(rows: list[Row]) -> str:
                    f"{row.tmux_server_cpu:.1f} | {p.rss_per_pane_mb:.3f} | {row.clients or '-'} | "
                    f"{row.start_wall:.2f} ({row.start_cpu:.2f}) | {p.prompts} | {p.missed} | {_fmt(p.latencies)} | "
                    f"{p.false_blocked} | {row.load_start:.2f} → {row.load_end:.2f} |")
+    out += ["", "Where a latency is spent (p50 / p90 / p99 / max, s): before the watcher read the prompt's last bytes "
+            "(tmux delivering them; the poller: its round reaching the pane), and after (the schedule and the loop).",
+            "", "| panes | watcher | before the read | after the read |", "|---|---|---|---|"]
+    for row in rows:
+        p = row.phase
+        out.append(f"| {p.panes} | {p.name} | {_spread(p.before_output)} | {_spread(p.after_output)} |")
     return "\n".join(out)
 
 
