@@ -67,7 +67,8 @@ def test_scale_bench_runs_real_panes_under_each_policy() -> None:
 @pytest.mark.needs("tmux")
 def test_the_tmux_benchmark_scores_both_watchers_and_splits_their_latency() -> None:
     """Three fakes in a private tmux server, watched through control mode and by the capture-pane poller
-    (no timing asserted): both score the same prompts, and every detection's latency is split at the read."""
+    (no timing asserted): both score prompts, and every detection's latency is split at the read (an event
+    whose split was not recorded under the key `_score` looks up would leave the lists short)."""
     from panewatch.lab.bench import tmux as bench_tmux
 
     rows = bench_tmux.run_tmux(panes=3, seconds=12.0)
