@@ -66,7 +66,7 @@ def test_a_blocked_wait_is_measured_and_survives_a_restart(tmp_path: Path) -> No
     serve = start_serve()
     try:
         pane = new_agent(tmp_path / "agent2.log", name="second")
-        cli("send", pane, "b", check=True)
+        cli("send", pane, "b", "--no-enter", check=True)
         blocked = wait_state(pane, "blocked")
         cli("answer", pane, "2", "--yes", "--fingerprint", blocked["prompt"]["fingerprint"], check=True)
         wait_state(pane, "idle")

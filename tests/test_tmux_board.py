@@ -15,7 +15,7 @@ import pytest
 
 from boardutil import ServeProcess, cli, wait_for
 from panewatch.board.tmux import dedicated_server
-from tmuxutil import DIALOG, Tmux
+from tmuxutil import SHOW_DIALOG, Tmux, agent_cmd
 from tmuxutil import tmux as tmux
 
 pytestmark = pytest.mark.needs("tmux")  # tests/components.py: fails without it unless PANEWATCH_SKIP=tmux
@@ -33,8 +33,8 @@ def by_target(target: str) -> dict[str, Any] | None:
 
 
 def test_the_users_tmux_panes_are_cards_with_guarded_input(tmux: Tmux, serve: ServeProcess) -> None:
-    tmux("new-session", "-d", "-s", "work", "-x", "120", "-y", "32", f"cat {shlex.quote(str(DIALOG))}; sleep 600")
-    tmux("new-window", "-d", "-t", "work", "-n", "echo", "cat")
+    tmux("new-session", "-d", "-s", "work", "-x", "120", "-y", "32", SHOW_DIALOG)
+    tmux("new-window", "-d", "-t", "work", "-n", "echo", agent_cmd("compose"))
     blocked = wait_for(lambda: (c := by_target("work:0.0")) and c["state"] == "blocked" and c, "the dialog card", 20)
     assert blocked["tmux_pane"].startswith("%") and blocked["tmux_server"]
     free = wait_for(lambda: by_target("work:1.0"), "the echo pane's card", 20)
@@ -46,7 +46,8 @@ def test_the_users_tmux_panes_are_cards_with_guarded_input(tmux: Tmux, serve: Se
     assert refused.returncode == 1 and "blocked on a prompt" in refused.stderr
     assert "yes" not in tmux("capture-pane", "-p", "-t", blocked["tmux_pane"])
     cli("send", "work:1.0", "typed by panewatch", check=True)  # a tmux pane by its target
-    wait_for(lambda: "typed by panewatch" in tmux("capture-pane", "-p", "-t", free["tmux_pane"]), "send-keys", 10)
+    wait_for(lambda: "SUBMITTED: typed by panewatch" in tmux("capture-pane", "-p", "-t", free["tmux_pane"]),
+             "send-keys", 10)
     assert tmux("display-message", "-p", "-t", "work", "#{window_index}") == "0"
     import asyncio
 

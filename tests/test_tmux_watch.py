@@ -17,10 +17,8 @@ from panewatch.errors import PaneBlockedError, PaneInModeError, TmuxVersionError
 from panewatch.runtime.guard import InputGuard
 from panewatch.runtime.live import ManifestWatcher
 from panewatch.runtime.tmux_watch import TmuxPane, TmuxWatcher
-from tmuxutil import DIALOG, Tmux, until
+from tmuxutil import DIALOG, SHOW_DIALOG, Tmux, until
 from tmuxutil import tmux as tmux
-
-SHOW_DIALOG = f"cat {shlex.quote(str(DIALOG))}; sleep 600"
 
 pytestmark = pytest.mark.needs("tmux")  # tests/components.py: fails without it unless PANEWATCH_SKIP=tmux
 

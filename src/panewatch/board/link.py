@@ -151,8 +151,7 @@ class BoardLink:
         endpoint = self.endpoint
         assert endpoint is not None
         if op == "send":
-            await endpoint.send(str(msg.get("text", "")), bool(msg.get("enter", True)))
-            return None
+            return await endpoint.send(str(msg.get("text", "")), bool(msg.get("enter", True)))
         if op == "answer":
             return await endpoint.answer(str(msg.get("option", "")), str(msg.get("fingerprint", "")))
         if op == "keys":

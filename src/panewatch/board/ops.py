@@ -11,8 +11,12 @@ websocket (wsession.py), each parameter validated once, here.
                                                            link {link, error, away, since}
     new       {argv, name?, cwd?, env?, cols?, rows?, agent?}  {card}
     prompt    {pane}                                       {card} (its prompt, if blocked)
-    send      {pane, text, enter?}                         — refused while blocked (pane_blocked + prompt)  ✓
-    answer    {pane, option, fingerprint}                  {option, cleared, state, prompt_after}  ✓
+    send      {pane, text, enter?}                         {submitted, state, elapsed, how}: typed, and  ✓
+                                                           (with enter) the agent's turn started; refused
+                                                           while blocked (pane_blocked + prompt), into a
+                                                           non-agent (not_an_agent); not_submitted
+    answer    {pane, option, fingerprint}                  {option, cleared, state, prompt_after,  ✓
+                                                           applied, outcome, elapsed}
     resize    {pane, cols, rows}                           — headless panes; a `run` pane up to   ✓
                                                            its terminal's size (board/link.py)
     dismiss   {pane}                                       — remove an exited pane's card          ✓
@@ -167,8 +171,7 @@ async def _send(board: Board, msg: Message) -> Result:
     enter = msg.get("enter", True)
     if not isinstance(enter, bool):
         raise bad_request("enter must be true or false")
-    await pane(board, msg).send(text(msg, "text"), enter)
-    return None
+    return await pane(board, msg).send(text(msg, "text"), enter)
 
 
 async def _answer(board: Board, msg: Message) -> Result:

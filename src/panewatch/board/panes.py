@@ -15,11 +15,14 @@ from typing import Any, Protocol
 
 from panewatch.board.endpoint import PaneEndpoint
 from panewatch.board.model import Card, no_such_pane, sort_key
-from panewatch.board.rpc import Peer, RemoteError
+from panewatch.board.rpc import REQUEST_TIMEOUT, Peer, RemoteError
 from panewatch.runtime.live import LivePane
 
 log = logging.getLogger("panewatch.board")
 
+# Seconds the daemon waits for a `run` pane's send or answer: the guard's own bounds (its turn, the agent's paste
+# window, the turn starting or the dialog leaving: runtime/guard.py) fit in it, the CLI's 30 s wait holds it.
+INPUT_TIMEOUT = 20.0
 EXITED_TTL = 600.0  # seconds an exited pane's card stays on the board unless dismissed
 
 Viewer = Callable[[bytes, bool], None]  # (data, is_repaint)
@@ -30,7 +33,7 @@ class PaneHandle(Protocol):
     id: str
     card: Card
 
-    async def send(self, text: str, enter: bool) -> None: ...
+    async def send(self, text: str, enter: bool) -> dict[str, Any]: ...
     async def answer(self, option: str, fingerprint: str) -> dict[str, Any]: ...
     async def keys(self, data: bytes, attached: bool) -> None: ...
     async def resize(self, cols: int, rows: int) -> None: ...
@@ -118,8 +121,8 @@ class EndpointInput:
 
     endpoint: PaneEndpoint
 
-    async def send(self, text: str, enter: bool) -> None:
-        await self.endpoint.send(text, enter)
+    async def send(self, text: str, enter: bool) -> dict[str, Any]:
+        return await self.endpoint.send(text, enter)
 
     async def answer(self, option: str, fingerprint: str) -> dict[str, Any]:
         return await self.endpoint.answer(option, fingerprint)
@@ -197,16 +200,17 @@ class RemotePane:
         self._viewers.clear()
         self.hub.changed(self.id)
 
-    async def _call(self, op: str, **params: Any) -> dict[str, Any]:
+    async def _call(self, op: str, timeout: float = REQUEST_TIMEOUT, **params: Any) -> dict[str, Any]:
         if self.peer.closed:
             raise RemoteError("exited", f"pane {self.id}'s `panewatch run` is gone")
-        return await self.peer.request(op, **params)
+        return await self.peer.request(op, timeout=timeout, **params)
 
-    async def send(self, text: str, enter: bool) -> None:
-        await self._call("send", text=text, enter=enter)
+    async def send(self, text: str, enter: bool) -> dict[str, Any]:
+        reply = await self._call("send", INPUT_TIMEOUT, text=text, enter=enter)
+        return {k: v for k, v in reply.items() if k not in ("re", "ok")}
 
     async def answer(self, option: str, fingerprint: str) -> dict[str, Any]:
-        reply = await self._call("answer", option=option, fingerprint=fingerprint)
+        reply = await self._call("answer", INPUT_TIMEOUT, option=option, fingerprint=fingerprint)
         return {k: v for k, v in reply.items() if k not in ("re", "ok")}
 
     async def keys(self, data: bytes, attached: bool) -> None:

@@ -166,7 +166,7 @@ def cmd_new(ns: argparse.Namespace) -> int:
 
 def cmd_send(ns: argparse.Namespace) -> int:
     try:
-        asyncio.run(client.call("send", pane=ns.pane, text=" ".join(ns.text), enter=not ns.no_enter))
+        result = asyncio.run(client.call("send", pane=ns.pane, text=" ".join(ns.text), enter=not ns.no_enter))
     except RemoteError as exc:
         if exc.kind == "pane_blocked":
             print(f"panewatch send: pane {ns.pane} is blocked on a prompt; nothing was typed:", file=sys.stderr)
@@ -177,7 +177,15 @@ def cmd_send(ns: argparse.Namespace) -> int:
             print(f"panewatch send: pane {ns.pane} is busy changing (its screen did not settle in time); nothing "
                   "was typed: try again in a moment", file=sys.stderr)
             return 1
+        if exc.kind == "not_submitted":
+            print(f"panewatch send: {exc}. Press Enter in the pane, or `panewatch send {ns.pane} ''` to press it "
+                  "from here", file=sys.stderr)
+            return 1
         return _fail("send", exc)
+    if result.get("submitted"):
+        print(f"sent: {result.get('how')} ({result.get('elapsed')} s after Enter)")
+    elif not ns.no_enter:
+        print(f"typed; {result.get('how') or 'whether the agent took it cannot be told'}")
     return 0
 
 
@@ -202,6 +210,11 @@ def cmd_answer(ns: argparse.Namespace) -> int:
         card: Card = asyncio.run(client.call("prompt", pane=ns.pane))["card"]
     except RemoteError as exc:
         return _fail("answer", exc)
+    if card.get("kind") in ("view", "other"):
+        shows = f"; it shows pane {card['view_of']}: answer there" if card.get("view_of") else ""
+        print(f"panewatch answer: pane {card['id']} runs {card.get('what') or 'a program'}, not an agent{shows}; "
+              "nothing was typed", file=sys.stderr)
+        return 1
     if card["state"] != "blocked":
         print(f"panewatch answer: pane {card['id']} is {card['state']}, not blocked: there is no prompt to answer",
               file=sys.stderr)
@@ -233,9 +246,12 @@ def cmd_answer(ns: argparse.Namespace) -> int:
             print("\n".join(prompt_lines(exc.data.get("prompt"))), file=sys.stderr)
             return 1
         return _fail("answer", exc)
-    cleared = "the prompt cleared" if result.get("cleared") else "the prompt is still on screen"
-    print(f"answered {result['option']['number']}. {result['option']['label']}: {cleared}, pane is {result['state']}")
-    return 0
+    said = f"answered {result['option']['number']}. {result['option']['label']}: {result.get('outcome')}"
+    if result.get("applied"):
+        print(f"{said} ({result.get('elapsed')} s)")
+        return 0
+    print(f"panewatch answer: {said}", file=sys.stderr)
+    return 1
 
 
 def cmd_attach(ns: argparse.Namespace) -> int:

@@ -197,8 +197,13 @@ class TmuxPane(PaneDriver):
         changes = self.machine.output(now, seed_bytes(info, rows))
         self.seeded = True
         if first:
+            # Who holds the pane before its screen is judged: a shell showing a dialog's words is never blocked,
+            # not even for its first published state.
+            if self._look_again(now):
+                self.machine.foreground(now, self.tracker.current)
             self.machine.check(now)
             self._start_driving(loop)  # publishes the state the seed gave
+            self._after_foreground(self.foreground)
             self._look_at_foreground(now)
             self._publish(self.machine.check(now))
         else:
@@ -240,13 +245,15 @@ class TmuxPane(PaneDriver):
     # -- who holds the tty -------------------------------------------------------------------------
 
     def _look_at_foreground(self, now: float) -> None:
+        if self._look_again(now):
+            self._set_foreground(now, self.tracker.current)
+
+    def _look_again(self, now: float) -> bool:
         self.looked_at = now
         if (self._tty.pane_pid, self._tty.tty) != (self.info.pid, self.info.tty):  # respawn-pane
             self._tty.close()
             self._tty = TtyForeground(self.info.pid, self.info.tty)
-        pgid = self._tty()
-        if self.tracker.poll(now, pgid, self.info.pid, self.watcher.current()):
-            self._set_foreground(now, self.tracker.current)
+        return self.tracker.poll(now, self._tty(), self.info.pid, self.watcher.current())
 
     def _foreground_soon(self, now: float) -> None:
         if now - self.looked_at >= FOREGROUND_MIN:
