@@ -6,8 +6,8 @@ CLI, so its pane is an agent's (core/panekind.py), not "another program" whose s
     python3 tests/standin/codex/cli.js play FILE.cast      play a cast's output in real time (raw), then hold
     python3 tests/standin/claude-code/cli.js sh 'STEPS'    run STEPS with /bin/sh (as the agent runs its hooks)
                                                            then hold
-    python3 tests/standin/codex/cli.js compose             a composer: echoes typed text after "› "; a CR read
-                                                           alone submits it ("SUBMITTED: TEXT", a fresh "› ")
+    python3 tests/standin/codex/cli.js compose             a composer: echoes typed text after its prompt; a CR read
+                                                           alone submits it ("SUBMITTED: TEXT", a fresh prompt)
 """
 
 import json
