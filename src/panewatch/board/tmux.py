@@ -1,7 +1,8 @@
 """The daemon's tmux panes: every pane of every tmux server of the user, as cards on the board.
 
-    TmuxBoard    watches the user's tmux servers (runtime/tmux.py `user_servers`, rescanned every
-                 SCAN seconds; `[tmux] watch = "off"` in config.toml: none), one TmuxWatcher each,
+    TmuxBoard    watches the user's tmux servers (runtime/tmux.py `user_servers`: the sockets tmux's own
+                 rule trusts, a refused one said once in the log; rescanned every SCAN seconds;
+                 `[tmux] watch = "off"` in config.toml: none), one TmuxWatcher each,
                  and puts each of their panes on the Hub as a TmuxHandle; each watcher takes the
                  reports of installed hooks (`panewatch hooks install`) for its server's panes. `new_window` is
                  `panewatch new` in tmux: a window in the dedicated session DEDICATED_SESSION on the
@@ -21,16 +22,18 @@ import contextlib
 import logging
 import os
 import shutil
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 from panewatch.board.endpoint import PaneEndpoint
-from panewatch.board.model import Card, bad_request
+from panewatch.board.model import Card, bad_request, wire_error
 from panewatch.board.panes import EndpointInput, Hub, Viewer
 from panewatch.board.rpc import RemoteError
 from panewatch.core.tmux_protocol import command
 from panewatch.errors import TmuxError
 from panewatch.runtime.driver import Manifests
-from panewatch.runtime.tmux import TmuxServer, socket_dir, user_servers
+from panewatch.runtime.tmux import TmuxServer, check_socket, check_socket_dir, socket_dir, user_servers
 from panewatch.runtime.tmux_watch import TmuxPane, TmuxWatcher
 
 log = logging.getLogger("panewatch.board")
@@ -47,12 +50,16 @@ def dedicated_server() -> TmuxServer:
 
 
 def agents_in_tmux() -> bool:
-    """Whether agents `new` started may still run in tmux (the dedicated session exists)."""
+    """Whether agents `new` started may still run in tmux (the dedicated session exists, on a socket tmux's
+    rule trusts)."""
     path = dedicated_server().socket_path
     if path is None or not os.path.exists(path) or shutil.which("tmux") is None:
         return False
-    import subprocess
-
+    try:
+        check_socket_dir(Path(path).parent)
+        check_socket(Path(path))
+    except TmuxError:
+        return False
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         return subprocess.run(dedicated_server().argv("has-session", "-t", f"={DEDICATED_SESSION}"),
                               capture_output=True, timeout=5).returncode == 0
@@ -131,16 +138,22 @@ class TmuxBoard:
     """Every tmux pane of the user on the hub."""
 
     def __init__(self, hub: Hub, manifests: Manifests, *, watch: bool = True,
-                 servers: Callable[[], list[TmuxServer]] = user_servers, attach_hooks: str = "skip") -> None:
+                 servers: Callable[[], list[TmuxServer]] | None = None, attach_hooks: str = "skip") -> None:
         self.hub = hub
         self.attach_hooks = attach_hooks  # [tmux] attach_hooks: runtime/tmux_watch.py
         self.manifests = manifests
         self.watch = watch
-        self.servers = servers
+        # default: the user's servers; a socket tmux's rule refuses is said once in the log, not watched
+        self.servers = servers or (lambda: user_servers(refused=self._refused))
         self.watchers: dict[TmuxServer, TmuxWatcher] = {}
         self.handles: dict[tuple[TmuxServer, str], TmuxHandle] = {}
         self._task: asyncio.Task[None] | None = None
         self._warned: set[str] = set()
+
+    def _refused(self, exc: TmuxError) -> None:
+        if str(exc) not in self._warned:
+            self._warned.add(str(exc))
+            log.warning("tmux: %s", exc)
 
     async def start(self) -> None:
         if not self.watch or shutil.which("tmux") is None:
@@ -210,8 +223,12 @@ class TmuxBoard:
                          rows: int) -> Card:
         """`argv` in a new window of the dedicated session; its card once the watcher has it."""
         server = dedicated_server()
-        with contextlib.suppress(OSError):  # tmux -S makes no folder (tmux -L would): a missing one fails silently
-            socket_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
+        socket = Path(server.socket_path or "")
+        try:  # tmux's own rule for its socket directory and socket (-S skips it); tmux -S makes no folder
+            check_socket_dir(socket.parent, create=True)
+            check_socket(socket)
+        except TmuxError as exc:
+            raise wire_error(exc) from None
         extra = [f"{k}={v}" for k, v in env.items() if os.environ.get(k) != v and "\n" not in v]
         env_args = [arg for pair in extra for arg in ("-e", pair)]
         try:
