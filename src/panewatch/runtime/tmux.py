@@ -171,7 +171,7 @@ def check_socket_dir(path: Path, *, create: bool = False) -> None:
         raise TmuxUnsafeError(str(path), f"it is {kind}, owned by {_owner(info.st_uid)}")
     if info.st_uid != os.getuid():
         raise TmuxUnsafeError(str(path), f"the directory is owned by {_owner(info.st_uid)}, not by you "
-                                         f"({_owner(os.getuid())}); mode {mode:04o}")
+                                         f"(uid {os.getuid()}); mode {mode:04o}")
     if mode & stat.S_IRWXO:
         raise TmuxUnsafeError(str(path), f"the directory's mode {mode:04o} lets other users in")
 
@@ -190,7 +190,7 @@ def check_socket(path: Path) -> None:
                                                                 else ""))
     if info.st_uid != os.getuid():
         raise TmuxUnsafeError(str(path), f"the socket is owned by {_owner(info.st_uid)}, not by you "
-                                         f"({_owner(os.getuid())})")
+                                         f"(uid {os.getuid()})")
 
 
 def check_server(server: TmuxServer, env: Mapping[str, str] | None = None) -> None:
