@@ -37,7 +37,9 @@
      │    ├── ConnectionLost      connection_lost
      │    └── DaemonNotRunning    no_daemon   board/client.py
      ├── TmuxError                tmux        runtime/tmux.py: tmux is missing, or a server or command failed
-     │    └── TmuxVersionError    tmux_too_old     the tmux found is older than control mode panewatch needs
+     │    ├── TmuxVersionError    tmux_too_old     the tmux found is older than control mode panewatch needs
+     │    └── TmuxUnsafeError     tmux_unsafe      a tmux socket directory or socket another user controls
+     │                                             (tmux's own rule): not watched, no agent started there; .path
      ├── SshError                 ssh         runtime/ssh.py: ssh could not carry tmux to a remote host; .host,
      │    │                                   .detail (ssh's own words)
      │    ├── HostUnreachableError host_unreachable  no connection (refused, timed out, unknown name, link lost)
@@ -232,6 +234,21 @@ class TmuxVersionError(TmuxError):
         self.found = found
         super().__init__(f"panewatch needs tmux {minimum} or newer (control-mode flow control, client flags); "
                          f"found {found or 'an unknown version'}")
+
+
+class TmuxUnsafeError(TmuxError):
+    """A tmux socket directory (or a socket in it) that another user owns or may enter. tmux refuses such a
+    directory itself (tmux.c: the user's own, no access for others); naming a socket with -S skips that
+    check, so panewatch makes it: a server there may be another user's, running what we start as them."""
+
+    wire_name = "tmux_unsafe"
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        super().__init__(f"refusing tmux at {path}: {problem} (tmux's rule, and panewatch's: the socket directory "
+                         "is the user's own with no access for others, each socket in it the user's own); nothing "
+                         "there is watched or started. Another user may have made it first: point TMUX_TMPDIR at "
+                         "a private directory (e.g. $XDG_RUNTIME_DIR) for tmux and panewatch alike")
 
 
 class PaneNotResyncedError(GuardError):

@@ -1,7 +1,8 @@
 """The daemon's tmux panes: every pane of every tmux server of the user, as cards on the board.
 
-    TmuxBoard    watches the user's tmux servers (runtime/tmux.py `user_servers`, rescanned every
-                 SCAN seconds; `[tmux] watch = "off"` in config.toml: none), one TmuxWatcher each,
+    TmuxBoard    watches the user's tmux servers (runtime/tmux.py `user_servers`: the sockets tmux's own
+                 rule trusts, a refused one said once in the log; rescanned every SCAN seconds;
+                 `[tmux] watch = "off"` in config.toml: none), one TmuxWatcher each,
                  and puts each of their panes on the Hub as a TmuxHandle; each watcher takes the
                  reports of installed hooks (`panewatch hooks install`) for its server's panes. `new_window` is
                  `panewatch new` in tmux: a window in the dedicated session DEDICATED_SESSION on the
@@ -21,16 +22,19 @@ import contextlib
 import logging
 import os
 import shutil
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 from panewatch.board.endpoint import PaneEndpoint
-from panewatch.board.model import Card, bad_request
+from panewatch.board.model import Card, bad_request, wire_error
 from panewatch.board.panes import EndpointInput, Hub, Viewer
 from panewatch.board.rpc import RemoteError
-from panewatch.core.tmux_protocol import command
+from panewatch.core.tmux_protocol import command, quote
 from panewatch.errors import TmuxError
 from panewatch.runtime.driver import Manifests
-from panewatch.runtime.tmux import TmuxServer, socket_dir, user_servers
+from panewatch.runtime.paneclient import ENV_PANE_ID, ENV_SOCKET, ENV_TOKEN
+from panewatch.runtime.tmux import TmuxServer, check_socket, check_socket_dir, socket_dir, user_servers
 from panewatch.runtime.tmux_watch import TmuxPane, TmuxWatcher
 
 log = logging.getLogger("panewatch.board")
@@ -47,12 +51,16 @@ def dedicated_server() -> TmuxServer:
 
 
 def agents_in_tmux() -> bool:
-    """Whether agents `new` started may still run in tmux (the dedicated session exists)."""
+    """Whether agents `new` started may still run in tmux (the dedicated session exists, on a socket tmux's
+    rule trusts)."""
     path = dedicated_server().socket_path
     if path is None or not os.path.exists(path) or shutil.which("tmux") is None:
         return False
-    import subprocess
-
+    try:
+        check_socket_dir(Path(path).parent)
+        check_socket(Path(path))
+    except TmuxError:
+        return False
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         return subprocess.run(dedicated_server().argv("has-session", "-t", f"={DEDICATED_SESSION}"),
                               capture_output=True, timeout=5).returncode == 0
@@ -131,16 +139,22 @@ class TmuxBoard:
     """Every tmux pane of the user on the hub."""
 
     def __init__(self, hub: Hub, manifests: Manifests, *, watch: bool = True,
-                 servers: Callable[[], list[TmuxServer]] = user_servers, attach_hooks: str = "skip") -> None:
+                 servers: Callable[[], list[TmuxServer]] | None = None, attach_hooks: str = "skip") -> None:
         self.hub = hub
         self.attach_hooks = attach_hooks  # [tmux] attach_hooks: runtime/tmux_watch.py
         self.manifests = manifests
         self.watch = watch
-        self.servers = servers
+        # default: the user's servers; a socket tmux's rule refuses is said once in the log, not watched
+        self.servers = servers or (lambda: user_servers(refused=self._refused))
         self.watchers: dict[TmuxServer, TmuxWatcher] = {}
         self.handles: dict[tuple[TmuxServer, str], TmuxHandle] = {}
         self._task: asyncio.Task[None] | None = None
         self._warned: set[str] = set()
+
+    def _refused(self, exc: TmuxError) -> None:
+        if str(exc) not in self._warned:
+            self._warned.add(str(exc))
+            log.warning("tmux: %s", exc)
 
     async def start(self) -> None:
         if not self.watch or shutil.which("tmux") is None:
@@ -208,23 +222,24 @@ class TmuxBoard:
 
     async def new_window(self, argv: list[str], *, name: str, cwd: str, env: dict[str, str], cols: int,
                          rows: int) -> Card:
-        """`argv` in a new window of the dedicated session; its card once the watcher has it."""
+        """`argv` in a new window of the dedicated session; its card once the watcher has it. The command goes
+        to tmux on a one-off client's stdin (`new_window_script`), never on a command line another user can
+        read; the socket's directory and the socket first pass tmux's own rule."""
         server = dedicated_server()
-        with contextlib.suppress(OSError):  # tmux -S makes no folder (tmux -L would): a missing one fails silently
-            socket_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
-        extra = [f"{k}={v}" for k, v in env.items() if os.environ.get(k) != v and "\n" not in v]
-        env_args = [arg for pair in extra for arg in ("-e", pair)]
+        socket = Path(server.socket_path or "")
+        try:
+            check_socket_dir(socket.parent, create=True)  # tmux -S makes no folder (tmux -L would)
+            check_socket(socket)
+        except TmuxError as exc:
+            raise wire_error(exc) from None
         try:
             sessions = await server.run("list-sessions", "-F", "#{session_name}")
         except TmuxError:
             sessions = []
+        where = (["new-window", "-d", "-t", f"={DEDICATED_SESSION}:"] if DEDICATED_SESSION in sessions
+                 else ["new-session", "-d", "-s", DEDICATED_SESSION, "-x", str(cols), "-y", str(rows)])
         try:
-            if DEDICATED_SESSION in sessions:
-                out = await server.run("new-window", "-d", "-t", f"={DEDICATED_SESSION}:", "-n", name, "-c", cwd,
-                                       *env_args, "-P", "-F", "#{pane_id}", *argv)
-            else:
-                out = await server.run("new-session", "-d", "-s", DEDICATED_SESSION, "-n", name, "-x", str(cols),
-                                       "-y", str(rows), "-c", cwd, *env_args, "-P", "-F", "#{pane_id}", *argv)
+            out = await source(server, new_window_script(where, argv, name=name, cwd=cwd, env=env))
         except TmuxError as exc:
             raise RemoteError("spawn_failed", f"tmux could not start {argv[0]!r}: {exc}") from None
         pane_id = out[0].strip() if out else ""
@@ -239,3 +254,48 @@ class TmuxBoard:
                 raise RemoteError("spawn_failed", f"the new tmux pane {pane_id} did not show up")
             await asyncio.sleep(0.05)
         return handle.card
+
+
+# What tmux sets in a pane itself (its own terminal, its server and pane: the hooks of installed agents report
+# by them), and the variables of a pane panewatch runs headless: none of the caller's may stand in for them.
+TMUX_OWN_ENV = frozenset({"TMUX", "TMUX_PANE", "TERM", "TERM_PROGRAM", "TERM_PROGRAM_VERSION", ENV_PANE_ID,
+                          ENV_TOKEN, ENV_SOCKET})
+
+
+def literal(text: str) -> str:
+    """`text` where tmux expands formats (`new-window -n` and `-c`): `#` doubled, so `#(…)`, `#S`, `#{…}` stay text."""
+    return text.replace("#", "##")
+
+
+def exact_argv(argv: list[str]) -> list[str]:
+    """What tmux execs as `argv`, word for word. tmux runs a one-word command through `sh -c` (spawn.c) and
+    execvp()s two words or more; `nice -n 0 --` execvp()s its operand unchanged, at the same niceness
+    (`env --` would take a word holding `=` for an assignment)."""
+    return argv if len(argv) > 1 else [shutil.which("nice") or "nice", "-n", "0", "--", *argv]
+
+
+def new_window_script(where: list[str], argv: list[str], *, name: str, cwd: str, env: dict[str, str]) -> bytes:
+    """The one tmux command line `new` sends (`where`: new-window or new-session and their own arguments),
+    every argument quoted for tmux's parser: the caller's environment as `-e NAME=VALUE` (newlines kept: a
+    quoted string spans lines in a sourced file), the name and directory taken literally, the command exact."""
+    pairs = [arg for key, value in sorted(env.items()) if key not in TMUX_OWN_ENV for arg in ("-e", f"{key}={value}")]
+    args = [*where, "-n", literal(name), "-c", literal(cwd), *pairs, "-P", "-F", "#{pane_id}", *exact_argv(argv)]
+    return (" ".join(quote(arg) for arg in args) + "\n").encode("utf-8", "surrogateescape")
+
+
+async def source(server: TmuxServer, script: bytes, timeout: float = NEW_TIMEOUT) -> list[str]:
+    """Run tmux commands given on a one-off client's stdin (`source-file -`, the server started if none runs):
+    what they print, TmuxError with tmux's words if one failed. Nothing of `script` is on a command line."""
+    proc = await asyncio.create_subprocess_exec(*server.argv("start-server", ";", "source-file", "-"),
+                                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                stderr=subprocess.PIPE)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(script), timeout)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+        raise TmuxError(f"tmux did not answer within {timeout:g} s") from None
+    if proc.returncode != 0:
+        raise TmuxError(err.decode("utf-8", "replace").strip() or f"tmux exited {proc.returncode}")
+    return out.decode("utf-8", "replace").splitlines()

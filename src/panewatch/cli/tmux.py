@@ -24,7 +24,7 @@ from panewatch.core.machine import StateChange
 from panewatch.errors import TmuxError
 from panewatch.runtime.live import ManifestWatcher
 from panewatch.runtime.settings import load_settings
-from panewatch.runtime.tmux import TmuxServer
+from panewatch.runtime.tmux import TmuxServer, check_server
 from panewatch.runtime.tmux_watch import TmuxPane, TmuxWatcher, skipped_message
 
 
@@ -67,6 +67,7 @@ def change_line(pane: TmuxPane, change: StateChange) -> str:
 
 
 async def watch(server: TmuxServer, as_json: bool) -> int:
+    check_server(server)  # a socket directory another user controls: refused, saying whose (TmuxUnsafeError)
     manifests = ManifestWatcher()
 
     def on_added(pane: TmuxPane) -> None:

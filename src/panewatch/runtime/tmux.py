@@ -2,7 +2,9 @@
 
 `TmuxServer`: which server (the default socket, `-L NAME`, `-S PATH`, the one in `$TMUX`), how to run
 one-off commands against it, its version (older than MIN_VERSION: `TmuxVersionError`, naming the
-minimum), and the sockets of the user's servers (for the daemon's `[tmux] watch = "auto"`).
+minimum), and the sockets of the user's servers (for the daemon's `[tmux] watch = "auto"`) as tmux's own
+rule trusts them: `check_socket_dir`/`check_socket` (a socket named with -S skips tmux's check, so we make it:
+a directory another user made first would have us watch, start agents in, and type into their server).
 
 `ControlClient`: one long-lived `tmux -C attach-session` to one session. It never takes part in window
 sizing (`ignore-size`), cannot change anything by its own keys (`read-only`: our commands still run),
@@ -21,6 +23,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import pwd
 import shutil
 import stat
 import subprocess
@@ -31,7 +34,7 @@ from pathlib import Path
 
 from panewatch.core.tmux_formats import MIN_VERSION, parse_version
 from panewatch.core.tmux_protocol import ControlParser, Event, Notification, Reply, command
-from panewatch.errors import TmuxError, TmuxVersionError
+from panewatch.errors import TmuxError, TmuxUnsafeError, TmuxVersionError
 
 log = logging.getLogger("panewatch.runtime.tmux")
 
@@ -128,19 +131,105 @@ def _same_file(a: str | Path, b: str | Path) -> bool:
 
 
 def socket_dir(env: Mapping[str, str] | None = None) -> Path:
-    """Where tmux keeps this user's sockets: `$TMUX_TMPDIR/tmux-UID` (else /tmp)."""
-    base = (os.environ if env is None else env).get("TMUX_TMPDIR") or "/tmp"
-    return Path(base) / f"tmux-{os.getuid()}"
+    """Where tmux keeps this user's sockets, found as tmux finds it (tmux.c `make_label`): `$TMUX_TMPDIR`
+    resolved (unset or not there: /tmp), then `tmux-UID`. Trusted only as `check_socket_dir` says."""
+    base = (os.environ if env is None else env).get("TMUX_TMPDIR") or ""
+    try:
+        root = os.path.realpath(base, strict=True) if base else os.path.realpath("/tmp")
+    except OSError:
+        root = os.path.realpath("/tmp")
+    return Path(root) / f"tmux-{os.getuid()}"
 
 
-def user_servers(env: Mapping[str, str] | None = None) -> list[TmuxServer]:
-    """The user's tmux servers by their sockets: every socket in `socket_dir()` plus `$TMUX`'s."""
+def _owner(uid: int) -> str:
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def check_socket_dir(path: Path, *, create: bool = False) -> None:
+    """tmux's rule for its socket directory (tmux.c `make_label`), which `-S PATH` skips: a directory, not a
+    link, owned by the user, with no access for others (group access is tmux's to allow). TmuxUnsafeError
+    naming its owner and mode otherwise. Missing: fine (nothing is there), or made 0700 first with `create`."""
+    if create:
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise TmuxError(f"cannot make tmux's socket directory {path}: {exc.strerror or exc}") from None
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise TmuxError(f"cannot read tmux's socket directory {path}: {exc.strerror or exc}") from None
+    mode = stat.S_IMODE(info.st_mode)
+    if not stat.S_ISDIR(info.st_mode):
+        kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a directory"
+        raise TmuxUnsafeError(str(path), f"it is {kind}, owned by {_owner(info.st_uid)}")
+    if info.st_uid != os.getuid():
+        raise TmuxUnsafeError(str(path), f"the directory is owned by {_owner(info.st_uid)}, not by you "
+                                         f"(uid {os.getuid()}); mode {mode:04o}")
+    if mode & stat.S_IRWXO:
+        raise TmuxUnsafeError(str(path), f"the directory's mode {mode:04o} lets other users in")
+
+
+def check_socket(path: Path) -> None:
+    """A socket in the socket directory: the user's own (lstat: a link or another user's is refused).
+    Missing: fine (tmux makes it, inside a directory `check_socket_dir` passed)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise TmuxError(f"cannot read tmux socket {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISSOCK(info.st_mode):
+        raise TmuxUnsafeError(str(path), "it is not a socket" + (" (a symbolic link)" if stat.S_ISLNK(info.st_mode)
+                                                                else ""))
+    if info.st_uid != os.getuid():
+        raise TmuxUnsafeError(str(path), f"the socket is owned by {_owner(info.st_uid)}, not by you "
+                                         f"(uid {os.getuid()})")
+
+
+def check_server(server: TmuxServer, env: Mapping[str, str] | None = None) -> None:
+    """A server named by `-L NAME` or the default socket lives in `socket_dir()`: its directory and socket
+    as `check_socket_dir`/`check_socket` want them. `-S PATH` is the user's explicit choice (tmux checks
+    nothing there either)."""
+    if server.socket_path is None:
+        folder = socket_dir(env)
+        check_socket_dir(folder)
+        check_socket(folder / (server.socket_name or "default"))
+
+
+def user_servers(env: Mapping[str, str] | None = None,
+                 refused: Callable[[TmuxUnsafeError], None] | None = None) -> list[TmuxServer]:
+    """The user's tmux servers by their sockets: every socket in `socket_dir()` that passes tmux's rule (a
+    directory or socket that does not is left out and passed to `refused`), plus `$TMUX`'s (the server the
+    user is in, trusted as tmux trusts it)."""
     found: dict[str, TmuxServer] = {}
-    with contextlib.suppress(OSError):
-        for entry in sorted(os.scandir(socket_dir(env)), key=lambda e: e.name):
-            with contextlib.suppress(OSError):
-                if stat.S_ISSOCK(entry.stat().st_mode):
-                    found[entry.path] = TmuxServer(socket_path=entry.path)
+    folder = socket_dir(env)
+    entries: list[os.DirEntry[str]] = []
+    try:
+        check_socket_dir(folder)
+        with contextlib.suppress(OSError):
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except TmuxError as exc:
+        if refused is not None and isinstance(exc, TmuxUnsafeError):
+            refused(exc)
+    for entry in entries:
+        try:
+            if not stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):  # a link is not followed
+                continue
+            check_socket(Path(entry.path))
+        except TmuxUnsafeError as exc:
+            if refused is not None:
+                refused(exc)
+            continue
+        except (OSError, TmuxError):
+            continue
+        found[entry.path] = TmuxServer(socket_path=entry.path)
     inside = TmuxServer.from_env(env)
     if inside is not None and inside.socket_path is not None:
         found.setdefault(os.path.abspath(inside.socket_path), inside)
