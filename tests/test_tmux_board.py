@@ -130,3 +130,17 @@ def test_attach_on_another_tmux_server_is_nested_and_says_so(tmux: Tmux, serve: 
     assert how["nested"] is True and how["argv"][-3:] == ["attach-session", "-t", card["tmux_pane"]]
     plain = asyncio.run(client.call("attach_command", pane=card["id"]))
     assert plain["nested"] is False and plain["argv"][1:3] == ["-S", str(tmux.server.socket_file())]
+
+
+def test_the_status_line_counts_agents_only_and_names_the_longest_wait() -> None:
+    from panewatch.core.panekind import NOT_AGENT
+    from panewatch.runtime.tmux_status import NOT_AGENT as STATUS_NOT_AGENT
+    from panewatch.runtime.tmux_status import summary
+
+    assert STATUS_NOT_AGENT == NOT_AGENT  # the status line's copy (it imports no layer) says what panekind says
+    cards = [{"kind": "agent", "state": "blocked", "since": 20.0, "target": "work:1.0"},
+             {"kind": "agent", "state": "blocked", "since": 10.0, "target": "agents:#(x)"},
+             {"kind": "other", "state": "blocked", "since": 1.0, "target": "shell:0.0"},
+             {"kind": "view", "state": "idle"}, {"kind": "other", "state": "idle"},
+             {"kind": "unknown", "state": "working"}]
+    assert summary(cards) == "⚠ 2 blocked (agents:##(x)) · 1 working"

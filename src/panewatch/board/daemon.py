@@ -54,21 +54,21 @@ from panewatch.board import ops
 from panewatch.board.client import runtime_file, socket_path
 from panewatch.board.limits import ConnectionGate, Limits
 from panewatch.board.model import Card, bad_request
+from panewatch.board.notices import Notices
 from panewatch.board.panes import Hub, LocalPane, RemotePane
 from panewatch.board.remote import RemoteBoard
 from panewatch.board.rpc import MAX_LINE, Peer, RemoteError
 from panewatch.board.security import LOGIN_TTL, Access, is_loopback, write_launcher, write_secret
 from panewatch.board.tmux import TmuxBoard, TmuxHandle
+from panewatch.board.views import Views
 from panewatch.board.waits import BoardWaits
 from panewatch.board.watchdog import Watchdog
 from panewatch.board.web import make_app
 from panewatch.core.combine import Report
-from panewatch.core.machine import StateChange
 from panewatch.errors import PanewatchError
 from panewatch.runtime import paths
 from panewatch.runtime.hooks import PaneHooks, remove_stale_sockets
 from panewatch.runtime.live import LivePane, ManifestWatcher
-from panewatch.runtime.notify import Notifier, open_board_at
 from panewatch.runtime.settings import load_settings
 
 log = logging.getLogger("panewatch.board")
@@ -111,13 +111,13 @@ class Daemon:
         settings = load_settings()
         self.notify_cooldown = settings.notify.cooldown
         self._settings = settings
-        self.notifier: Notifier | None = None  # desktop/command notifications for headless panes
+        self.notices: Notices | None = None  # THE notification path, for every pane (board/notices.py); at start
         self.watcher = ManifestWatcher()
         hooks = settings.tmux.attach_hooks
         self.tmux = TmuxBoard(self.hub, self.watcher, watch=settings.tmux.watch == "auto",  # the user's tmux panes
                               attach_hooks=hooks)
-        self.remote = RemoteBoard(self.hub, self.watcher, settings.remotes, on_change=self._notify_change,
-                                  attach_hooks=hooks)  # [[remote]]
+        self.remote = RemoteBoard(self.hub, self.watcher, settings.remotes, attach_hooks=hooks)  # [[remote]]
+        self.views = Views(self.hub, self.tmux)  # what a view pane shows; who looks at a pane
         self.watchdog = Watchdog()  # ends the headless panes' sessions if we die, even by kill -9
         self.access: Access | None = None
         self._lock_fd: int | None = None
@@ -141,6 +141,10 @@ class Daemon:
             with contextlib.suppress(FileNotFoundError):
                 runtime_file("board.token").unlink()  # left by an older version: no long-lived secret exists any more
             await self._start_web()
+            self.notices = Notices(self.hub, self._settings, self.views)
+            self.notices.start()  # before any pane: every pane's changes take the one path
+            self.views.start()
+            self._say_backends()
             await self.tmux.start()  # before the socket: the first `ls` already sees the tmux panes
             await self.remote.start()  # each host in its own task: none delays the start or another host
             await self._start_socket()
@@ -252,8 +256,9 @@ class Daemon:
             await self._runner.cleanup()
             self._runner = None
         await self.hooks.close()
-        if self.notifier is not None:
-            self.notifier.close()
+        await self.views.close()
+        if self.notices is not None:
+            self.notices.close()
         if self._lock_fd is not None:
             with contextlib.suppress(FileNotFoundError):
                 runtime_file("board.json").unlink()
@@ -324,13 +329,22 @@ class Daemon:
 
         return await ops.call(self, op, msg, web=False, local={"register": register, "attach": attach})
 
+    def notes(self) -> list[str]:
+        """What is not watched or cannot deliver, for `ls` and the board's banner: tmux servers and sessions not
+        watched (and why), notification backends that cannot deliver."""
+        notify = self.notices.availability() if self.notices is not None else []
+        return [*self.tmux.notes, *(f"notifications: {name} cannot deliver: {how}" for name, ok, how in notify
+                                    if not ok)]
+
     def hosts(self) -> dict[str, dict[str, Any]]:
         """Each `[[remote]]` host's link (board/remote.py `hosts`), for `ls`."""
         return {label: dict(link) for label, link in self.remote.hosts.items()}
 
     def info(self) -> dict[str, Any]:
+        notify = self.notices.availability() if self.notices is not None else []
         return {"url": self.base_url, "pid": self.pid, "port": self.port, "panes": len(self.hub.panes),
-                "version": panewatch.__version__}
+                "version": panewatch.__version__,
+                "notify": [{"backend": name, "ok": ok, "how": how} for name, ok, how in notify]}
 
     def _register(self, conn: _Conn, msg: dict[str, Any]) -> dict[str, Any]:
         card = msg.get("card")
@@ -387,7 +401,6 @@ class Daemon:
         pane = LivePane(argv, pane_id=pane_id, cols=spec.cols, rows=spec.rows, env=env, cwd=cwd, agent=agent,
                         headless=True, manifests=self.watcher)
         local = LocalPane(self.hub, pane, name=spec.name or Path(argv[0]).name, cwd=cwd)
-        pane.subscribe(lambda change: self._notify_change(local, change))
         try:
             pane.start()
         except OSError as exc:
@@ -398,13 +411,15 @@ class Daemon:
         self.hub.add(local)
         return local.card
 
-    def _notify_change(self, local: LocalPane | TmuxHandle, change: StateChange) -> None:
-        """A headless pane has no terminal of its own: the daemon notifies for it (`run` panes notify themselves)."""
-        if self.notifier is None:
-            self.notifier = Notifier(self._settings, asyncio.get_running_loop().time, open_board=open_board_at)
-        prompt = local.endpoint.prompt
-        self.notifier.on_state_change(change, name=local.card.get("name") or change.pane,
-                                      prompt_text=lambda: prompt.text() if prompt else "", board_pane=local.id)
+    def _say_backends(self) -> None:
+        """Which notification backends can deliver and which cannot: once, at start (the log; `info` for the
+        board's banner and `serve`'s own output)."""
+        assert self.notices is not None
+        for name, ok, how in self.notices.availability():
+            if ok:
+                log.info("notifications: %s: %s", name, how)
+            else:
+                log.warning("notifications: %s cannot deliver: %s", name, how)
 
     def _on_report(self, pane_id: str, report: Report) -> None:
         handle = self.hub.panes.get(pane_id)

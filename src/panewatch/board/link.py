@@ -70,6 +70,7 @@ class BoardLink:
         self.registrations = 0
         self.board_id: str | None = None  # this pane's id on the board, once registered (a notification's click)
         self.where = where_run()
+        self.on_ring: Callable[[str, str], object] | None = None  # the run's terminal backend (cli/run.py)
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._unwatch: Any = None
@@ -195,6 +196,11 @@ class BoardLink:
             self._watch(msg.get("vid"))
         elif op == "unwatch":
             self._stop_stream()
+        elif op == "ring" and self.on_ring is not None:  # the daemon's notification, for our own terminal
+            try:
+                self.on_ring(str(msg.get("title", "")), str(msg.get("body", "")))
+            except Exception:
+                log.debug("board link: ring failed", exc_info=True)
 
     def _watch(self, vid: Any) -> None:
         peer, endpoint = self.peer, self.endpoint

@@ -7,8 +7,9 @@ websocket (wsession.py), each parameter validated once, here.
                                                            (with pane: the board opens at that pane)
                                                            (security.py); launcher: also a private page
                                                            forwarding to it, for a browser
-    list      —                                            {cards, hosts}: hosts = each [[remote]] host's
-                                                           link {link, error, away, since}
+    list      —                                            {cards, hosts, notes}: hosts = each [[remote]]
+                                                           host's link {link, error, away, since}; notes =
+                                                           what is not watched or cannot deliver, and why
     new       {argv, name?, cwd?, env?, cols?, rows?, agent?}  {card}
     prompt    {pane}                                       {card} (its prompt, if blocked)
     send      {pane, text, enter?}                         {submitted, state, elapsed, how}: typed, and  ✓
@@ -92,6 +93,7 @@ class Board(Protocol):
 
     def info(self) -> Message: ...
     def hosts(self) -> Message: ...
+    def notes(self) -> list[str]: ...
     def login(self, *, launcher: bool = False, pane: str | None = None) -> Message: ...
     async def new_pane(self, spec: NewPane) -> Card: ...
     async def dismiss(self, pane_id: str, *, kill: bool = False) -> None: ...
@@ -156,7 +158,7 @@ async def _login(board: Board, msg: Message) -> Result:
 
 
 async def _list(board: Board, msg: Message) -> Result:
-    return {"cards": board.hub.cards(), "hosts": board.hosts()}
+    return {"cards": board.hub.cards(), "hosts": board.hosts(), "notes": board.notes()}
 
 
 async def _new(board: Board, msg: Message) -> Result:

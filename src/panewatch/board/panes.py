@@ -170,17 +170,28 @@ class RemotePane:
         self.id = pane_id
         self.hub = hub
         self.peer = peer
+        self.host: dict[str, Any] | None = None  # the tmux pane hosting this run (board/views.py), its place
+        self._raw = card
         self.card = self._own(card)
         self._viewers: dict[int, tuple[Viewer, list[bool]]] = {}  # vid -> (viewer, [ready])
         self._vids = itertools.count(1)
 
     def _own(self, card: Card) -> Card:
-        # The daemon's id for it; the run's own pane id stays its name.
-        return {**card, "id": self.id, "origin": "run", "name": card.get("name") or card.get("id") or self.id}
+        # The daemon's id for it; the run's own pane id stays its name; inside tmux, its host pane's place.
+        return {**card, "id": self.id, "origin": "run", "name": card.get("name") or card.get("id") or self.id,
+                **(self.host or {})}
+
+    def set_host(self, host: dict[str, Any] | None) -> None:
+        """The tmux pane this `run` runs in (its target, window, tmux pane): one card for the agent, in its place."""
+        if host != self.host:
+            self.host = host
+            self.card = self._own(self._raw)
+            self.hub.changed(self.id)
 
     def on_notify(self, op: str, msg: dict[str, Any]) -> None:
         if op == "card" and isinstance(msg.get("card"), dict):
-            self.card = self._own(msg["card"])
+            self._raw = msg["card"]
+            self.card = self._own(self._raw)
             self.hub.changed(self.id)
         elif op == "output":
             data = base64.b64decode(msg.get("data", ""))
@@ -204,6 +215,13 @@ class RemotePane:
         if self.peer.closed:
             raise RemoteError("exited", f"pane {self.id}'s `panewatch run` is gone")
         return await self.peer.request(op, timeout=timeout, **params)
+
+    def ring(self, title: str, body: str) -> bool:
+        """The notification's terminal backend in the `run`'s own terminal (its link writes it there)."""
+        if self.peer.closed:
+            return False
+        self.peer.notify("ring", title=title, body=body)
+        return True
 
     async def send(self, text: str, enter: bool) -> dict[str, Any]:
         reply = await self._call("send", INPUT_TIMEOUT, text=text, enter=enter)

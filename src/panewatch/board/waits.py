@@ -14,7 +14,7 @@ import time
 import uuid
 from typing import Any
 
-from panewatch.board.model import Card
+from panewatch.board.model import Card, stands_for_agent
 from panewatch.core.waits import summarize
 from panewatch.runtime.waitstore import WaitRecorder, local_day
 
@@ -30,8 +30,9 @@ class BoardWaits:
         self._cached: tuple[tuple[int, int], float, dict[str, Any]] | None = None
 
     def on_card(self, pane_id: str, card: Card | None) -> None:
-        """A Hub listener: called on every card change, and with None when a card leaves."""
-        if card is None:
+        """A Hub listener: called on every card change, and with None when a card leaves. A card that stands for
+        no agent (a view, a shell: core/panekind.py) waits for nobody: its open wait, if any, ends."""
+        if card is None or not stands_for_agent(card):
             key = self._keys.pop(pane_id, None)
             self._states.pop(pane_id, None)
             if key is not None:

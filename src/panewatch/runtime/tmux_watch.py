@@ -307,7 +307,8 @@ class TmuxWatcher:
                  attach_hooks: str = "skip", on_skipped: Callable[[str, list[str]], None] | None = None) -> None:
         self.server = server
         self.attach_hooks = attach_hooks  # "skip": never attach where the user's hooks would run; "run": attach
-        self.on_skipped = on_skipped  # (session name or "" = every session, hooks): not watched. Else a log line
+        self.on_skipped = on_skipped  # (session name or "" = every session, hooks): not watched (hooks [] = watched
+        # again). Else a log line
         self._hooks_seen: dict[str, tuple[float, list[str]]] = {}  # scope -> (when asked, tripping hooks)
         self._names: dict[str, str] = {}  # session id -> name, for what we say about a session
         self.manifests = manifests
@@ -514,6 +515,8 @@ class TmuxWatcher:
         elif before and not hooks:
             log.info("tmux on %s: hooks guarded; watching %s", self.server.label, f"session {name}" if name else
                      "the server")
+            if self.on_skipped is not None:
+                self.on_skipped(name, [])  # watched again
         return hooks
 
     def _client_for(self, info: PaneInfo, pane: TmuxPane | None, load: Counter[int]) -> ControlClient | None:
