@@ -248,3 +248,28 @@ def test_panes_are_listed_when_the_watcher_has_no_utf8_locale(tmux: Tmux, monkey
         await until(lambda: pane.state.state == "blocked", 10, "the dialog")
 
     watching(tmux, body)
+
+
+def test_a_pane_list_with_an_unreadable_line_takes_no_pane_as_closed(tmux: Tmux) -> None:
+    """What an unreadable line hides is unknown, not closed: a pane missing from such a listing stays (a line
+    tmux split or garbled used to publish a running pane `exited`)."""
+    tmux("new-session", "-d", "-s", "a", "-x", "100", "-y", "40", SHOW_DIALOG)
+    tmux("new-window", "-d", "-t", "a", "sleep 600")
+
+    async def body(watcher: TmuxWatcher, events: list[Event]) -> None:
+        dialog, _ = await settled(watcher, "%0", "%1")
+        listing = watcher._list_panes
+
+        async def garbled() -> list[bytes] | None:
+            lines = await listing()
+            assert lines is not None
+            return [line if line.split(b"\t")[2:3] != [b"%0"] else line[:20] for line in lines]  # %0's cut short
+
+        watcher._list_panes = garbled  # type: ignore[method-assign]
+        await watcher.resync()
+        assert "%0" in watcher.panes and not dialog.exited
+        watcher._list_panes = listing  # type: ignore[method-assign]
+        tmux("kill-pane", "-t", "%0")  # a readable listing without it: closed
+        await until(lambda: dialog.exited, 10, "the closed pane")
+
+    watching(tmux, body)
