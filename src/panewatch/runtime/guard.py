@@ -20,6 +20,10 @@ through the daemon, a `run` pane through its BoardLink, the demo's bot), and in 
     * REACTION has passed since the pane's last input (by anyone: `run`'s key pump counts too),
     * the pane's output has been quiet for QUIET (between frames; a spinner never is silent) and no
       synchronized update is open (a pane offering `mid_frame() -> bool`: a frame half drawn), and
+    * the pane's screen is current: a pane offering `async before_write()` (a tmux pane: one round trip
+      through its control connection, runtime/tmux_watch.py) is called once, settled; output that the
+      round trip brought in must then settle too. It refuses with a GuardError of its own (a hung link:
+      PaneNotResyncedError), and may refuse in `write` too (a tmux mode, synchronize-panes), and
     * then classifies the screen now, after its last output, with no await before the write (the
       pane's reader runs on the same loop), so nothing arrives between the check and the keys.
 
@@ -216,17 +220,29 @@ class InputGuard:
         pane = self.pane
         deadline = pane.clock() + BUSY_TIMEOUT
         async with _turn_of(pane).lock:
+            current = False  # before_write done in this turn
             while True:
                 now = pane.clock()
                 ready = max(pane.last_input + REACTION, pane.last_output + QUIET)
                 if now >= ready:
                     if not self._mid_frame():
-                        break
+                        if current:
+                            break
+                        await self._before_write()
+                        current = True
+                        continue  # what the round trip brought in settles like any output
                     ready = now + POLL_INTERVAL  # its frame is half drawn: judged (and typed into) once whole
                 if ready > deadline:  # output only ever pushes `ready` later: refuse now, not at the deadline
                     raise PaneBusyError(self.pane_id, BUSY_TIMEOUT)
                 await asyncio.sleep(ready - now)
             yield
+
+    async def _before_write(self) -> None:
+        """The pane's own step before its check (optional): a tmux pane makes its screen current with a round
+        trip to tmux, and refuses (a GuardError) when it cannot."""
+        hook = getattr(self.pane, "before_write", None)
+        if callable(hook):
+            await hook()
 
     def _mid_frame(self) -> bool:
         """The pane's program is inside a synchronized update (its frame half drawn, quiet or not: a pause
