@@ -298,6 +298,69 @@ def test_a_frame_half_drawn_is_waited_for_even_when_its_output_paused() -> None:
     assert pane.checked_at and min(pane.checked_at) >= ends  # not even judged before
 
 
+class RoundTripPane(ScriptedPane):
+    """A ScriptedPane with the tmux panes' step before the check: a round trip taking `rtt`, during which the
+    output the link held back arrives (`held`: what the agent drew while nobody saw it), or which fails."""
+
+    def __init__(self, rtt: float, held: tuple[str, str] | None = None, fails: Exception | None = None) -> None:
+        super().__init__()
+        self.rtt, self.held, self.fails = rtt, held, fails
+        self.trips: list[tuple[float, float]] = []  # (started, answered)
+
+    async def before_write(self) -> None:
+        started = now()
+        await asyncio.sleep(self.rtt)
+        if self.fails is not None:
+            raise self.fails
+        if self.held is not None:
+            self.draw(*self.held)  # tmux sent it before the reply
+        self.trips.append((started, now()))
+
+
+def test_the_round_trip_before_a_write_runs_in_the_turn_and_its_output_is_judged_first() -> None:
+    """Item 2 of issue 23, the guard's side: a pane's `before_write` (tmux: a round trip that brings in all the
+    output tmux had) runs in the pane's turn before the check; the dialog it brings in is judged (and refused),
+    after settling like any output. Without the step the stale idle screen was judged and the key typed."""
+    pane = RoundTripPane(0.05, held=("blocked", DIALOG.format(command="rm -rf build/")))
+
+    async def send() -> None:
+        with pytest.raises(PaneBlockedError):
+            await InputGuard(pane, pane_id="remote:%1").send("1")
+
+    virtual(send())
+    assert pane.typed == [] and len(pane.trips) == 1
+    assert pane.checked_at and min(pane.checked_at) >= pane.trips[0][1] + QUIET
+
+
+def test_a_failed_round_trip_refuses_and_frees_the_turn() -> None:
+    from panewatch.errors import PaneNotResyncedError
+
+    pane = RoundTripPane(2.0, fails=PaneNotResyncedError("devbox:%1", "tmux did not answer within 2 s"))
+
+    async def twice() -> None:
+        with pytest.raises(PaneNotResyncedError, match="tmux did not answer"):
+            await InputGuard(pane).send("1")
+        pane.fails = None
+        await InputGuard(pane).send("2", enter=False)  # the next write gets its turn
+
+    virtual(twice())
+    assert pane.typed == [b"2"] and pane.checked_at == [pane.written[0][0]]
+
+
+def test_one_round_trip_per_write_so_a_spinning_remote_pane_still_takes_text() -> None:
+    """Output during the round trip (a 10 Hz spinner over a 150 ms link) is waited out, not chased with more
+    round trips: the text goes in a gap between frames after one."""
+    pane = RoundTripPane(0.15)
+    pane.state, pane.text = "working", "✻ Thinking… (esc to interrupt)"
+
+    async def typed_while_spinning() -> None:
+        pane.frames_every(0.1)
+        await InputGuard(pane).send("also run the linter", enter=False)
+
+    virtual(typed_while_spinning())
+    assert pane.typed == [b"also run the linter"] and len(pane.trips) == 1
+
+
 def test_a_pane_that_never_settles_is_refused_busy_and_nothing_is_typed() -> None:
     pane = ScriptedPane("working", "streaming")
 

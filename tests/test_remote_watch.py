@@ -258,3 +258,59 @@ def test_a_silent_link_is_noticed_by_the_keepalives(sshd: Sshd) -> None:
             await watcher.close()
 
     asyncio.run(asyncio.wait_for(main(), 90))
+
+
+def test_a_hung_link_refuses_a_send_instead_of_typing_it_into_the_dialog_drawn_meanwhile(sshd: Sshd) -> None:
+    """Issue 23, item 2: the link hangs without dropping (the per-connection sshd stopped: a suspended laptop,
+    a roaming network), the remote agent opens its dialog, the board still shows idle. `send PANE 1` was typed
+    into the link and answered the dialog when it resumed (5 of 5). Now the round trip before the write gets no
+    answer within ROUND_TRIP_TIMEOUT and the send is refused; the dialog is still there when the link resumes."""
+    import os
+    import signal
+
+    from panewatch.runtime.tmux_watch import ROUND_TRIP_TIMEOUT
+
+    idle_then_dialog = f"printf 'ready> '; read line; exec {ANSWERING}"
+    sshd.tmux("new-session", "-d", "-s", "work", "-x", "120", "-y", "32", idle_then_dialog)
+    tmux_id = pane_id(sshd, "work:0")
+    board_id = f"devbox:{tmux_id}"
+
+    async def main() -> None:
+        seen = Seen()
+        options = SshOptions(config_file=str(sshd.ssh_config), alive_interval=10, alive_count=3)  # not noticed
+        watcher = RemoteWatcher(RemoteServer(host=sshd.alias, ssh=options), ManifestWatcher(), on_added=seen.added,
+                                on_link=seen.links.append, backoff=FAST)
+        await watcher.start()
+        frozen: list[Any] = []
+        try:
+            await until(lambda: seen.last(board_id) == "idle" and seen.panes[board_id].seeded, 10, "the idle pane")
+            pane = seen.panes[board_id]
+            guard = InputGuard(pane, pane_id=board_id)
+            frozen = sshd.sessions()
+            assert frozen
+            for proc in frozen:
+                os.kill(proc.pid, signal.SIGSTOP)
+            sshd.tmux("send-keys", "-t", tmux_id, "go", "Enter")  # on the host, not through the link
+            deadline = asyncio.get_running_loop().time() + 10
+            while "Do you want" not in sshd.tmux("capture-pane", "-p", "-t", tmux_id):
+                assert asyncio.get_running_loop().time() < deadline, "the dialog never opened on the host"
+                await asyncio.sleep(0.05)
+            assert seen.last(board_id) == "idle" and watcher.link_up  # the stale screen, the link not yet dead
+            started = asyncio.get_running_loop().time()
+            with pytest.raises(PaneNotResyncedError, match=rf"pane {re.escape(board_id)}: tmux on devbox did not "
+                                                           "confirm that its screen here is current"):
+                await guard.send("1")
+            print(f"refused after {asyncio.get_running_loop().time() - started:.2f} s "
+                  f"(ROUND_TRIP_TIMEOUT {ROUND_TRIP_TIMEOUT:g} s)")
+            for proc in frozen:
+                os.kill(proc.pid, signal.SIGCONT)
+            frozen = []
+            await until(lambda: seen.last(board_id) == "blocked", 15, "the dialog seen once the link resumed")
+            assert "answered" not in sshd.tmux("capture-pane", "-p", "-t", tmux_id)
+        finally:
+            for proc in frozen:
+                with contextlib.suppress(OSError):
+                    os.kill(proc.pid, signal.SIGCONT)
+            await watcher.close()
+
+    asyncio.run(asyncio.wait_for(main(), 90))

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from panewatch.core.screen import Screen
 from panewatch.core.tmux_formats import (
     PANE_FORMAT,
+    free_text,
     parse_layout,
     parse_pane,
     parse_version,
@@ -137,22 +138,57 @@ def test_send_keys_literal_text_named_keys_and_hex() -> None:
 
 
 def _pane_line(**over: str) -> str:
+    """A line as tmux writes it for PANE_FORMAT (each `#{NAME}` and each free_text(NAME) replaced by its value)."""
     values = {"session_id": "$0", "window_id": "@1", "pane_id": "%3", "window_index": "2", "pane_index": "1",
               "pane_width": "80", "pane_height": "24", "cursor_x": "4", "cursor_y": "1", "cursor_flag": "1",
               "alternate_on": "0", "pane_in_mode": "0", "pane_dead": "0", "pane_pid": "123", "pane_tty": "/dev/pts/4",
-              "pane_current_command": "bash", "session_name": "work", "window_name": "edit", "pane_title": "t\tx"}
+              "synchronize-panes": "0", "window_panes": "2", "pid": "77", "start_time": "1700000000",
+              "pane_current_command": "bash", "session_name": "work", "window_name": "edit", "pane_title": "t x",
+              "pane_current_path": "/home/u/my repo"}
     values.update(over)
-    return PANE_FORMAT.replace("#{", "{").format(**values)
+    line = PANE_FORMAT
+    for name, value in values.items():
+        line = line.replace(free_text(name), value).replace("#{" + name + "}", value)
+    assert "#{" not in line, line
+    return line
 
 
 def test_pane_lines_parse_and_garbage_does_not() -> None:
     info = parse_pane(_pane_line().encode())
     assert info is not None
     assert (info.pane_id, info.target, info.cols, info.rows, info.title, info.in_mode) == \
-        ("%3", "work:2.1", 80, 24, "t\tx", False)
+        ("%3", "work:2.1", 80, 24, "t x", False)
+    assert (info.cwd, info.synchronized, info.window_panes, info.server) == \
+        ("/home/u/my repo", False, 2, (77, 1700000000))
     assert parse_pane(_pane_line(pane_in_mode="1")).in_mode  # type: ignore[union-attr]
     assert parse_pane(b"no current client") is None
     assert parse_pane("") is None
+
+
+def test_free_text_is_escaped_by_tmux_and_a_line_of_more_or_fewer_fields_is_unknown() -> None:
+    """A process named `x<newline>FORGED` split the old listing in two: its own line short of fields (the pane
+    taken as closed) and a forged pane's line. Every free-text field is now asked with tmux's own replacement of
+    control characters (tests/test_tmux_guard.py: end to end), and a line with a field too many or too few is
+    not a pane."""
+    for name in ("pane_current_command", "session_name", "window_name", "pane_title", "pane_current_path"):
+        assert free_text(name) in PANE_FORMAT
+        assert "#{" + name + "}" not in PANE_FORMAT
+    head, _, tail = _pane_line(pane_current_command="x\nrest").partition("\n")
+    assert parse_pane(head) is None and parse_pane(tail) is None
+    assert parse_pane(_pane_line(pane_title="a\tb")) is None  # a stray tab: unknown, not a shifted title
+    assert parse_pane(_pane_line(pane_current_path="/tmp/a\ufffdb")).cwd == "/tmp/a\ufffdb"  # type: ignore[union-attr]
+
+
+def test_synchronized_panes_and_the_identity_of_a_pane_process() -> None:
+    info = parse_pane(_pane_line(**{"synchronize-panes": "1"}))
+    assert info is not None and info.synchronized and info.copies_keys
+    alone = parse_pane(_pane_line(**{"synchronize-panes": "1", "window_panes": "1"}))
+    assert alone is not None and not alone.copies_keys  # nobody to copy the keys into
+    same = parse_pane(_pane_line(cursor_x="9", pane_current_command="claude"))
+    assert same is not None and info.same_process(same)
+    for other in ({"pid": "78"}, {"start_time": "1700000001"}, {"pane_pid": "124"}, {"pane_tty": "/dev/pts/5"}):
+        changed = parse_pane(_pane_line(**other))
+        assert changed is not None and not info.same_process(changed), other
 
 
 def test_layouts_give_each_pane_its_size() -> None:

@@ -16,8 +16,11 @@
      │    │                                        could not be read from the screen; nothing typed; .prompt
      │    ├── PaneInModeError     pane_in_mode     any write to a tmux pane showing a tmux mode (copy mode): keys
      │    │                                        would drive the mode, not the program; .mode
-     │    ├── PaneNotResyncedError pane_not_resynced  any write to a remote pane whose host is unreachable, or whose
-     │    │                                        screen was not resynchronised since the link came back
+     │    ├── PaneSynchronizedError pane_synchronized  any write to a tmux pane with synchronize-panes on: tmux
+     │    │                                        would copy the keys into the window's other panes; .panes
+     │    ├── PaneNotResyncedError pane_not_resynced  any write to a pane whose screen is not known to be current:
+     │    │                                        a remote host unreachable, or back but the pane not redrawn
+     │    │                                        yet, or tmux did not answer the check before the write
      │    ├── NotAnAgentError     not_an_agent     send()/answer() into a pane whose foreground is not an agent (a
      │    │                                        shell, a pager, a view of another pane: core/panekind.py); .what
      │    └── NotSubmittedError   not_submitted    send(): the text was typed and Enter pressed, but the agent did
@@ -251,14 +254,31 @@ class TmuxUnsafeError(TmuxError):
                          "a private directory (e.g. $XDG_RUNTIME_DIR) for tmux and panewatch alike")
 
 
+class PaneSynchronizedError(GuardError):
+    """tmux's `synchronize-panes` is on for the pane: tmux copies every key sent to it into the other panes of
+    its window, whose screens (a dialog, a shell) the guard did not check."""
+
+    wire_name = "pane_synchronized"
+
+    def __init__(self, pane: str = "", target: str = "", panes: int = 0) -> None:
+        self.panes = panes
+        where = f"tmux pane {pane}" if pane else "the tmux pane"
+        others = f"the {panes - 1} other pane{'s' if panes != 2 else ''}" if panes > 1 else "the other panes"
+        super().__init__(f"{where} has synchronize-panes on: tmux would copy these keys into {others} of its window, "
+                         "whose screens were not checked; nothing was typed (turn it off with "
+                         f"`tmux set-window-option -t {target or pane or 'PANE'} synchronize-panes off`, or type "
+                         "in the pane yourself)")
+
+
 class PaneNotResyncedError(GuardError):
-    """A remote pane's screen is not known to be current: its host's link is down, or came back and the
-    pane's screen was not yet redrawn from tmux. Typing now would answer a screen nobody has seen."""
+    """A pane's screen is not known to be current: a remote host's link is down, or came back and the pane's
+    screen was not yet redrawn from tmux, or tmux did not answer the round trip before a write (a hung link).
+    Typing now would answer a screen nobody has seen."""
 
     wire_name = "pane_not_resynced"
 
     def __init__(self, pane: str = "", why: str = "") -> None:
-        where = f"remote pane {pane}" if pane else "the remote pane"
+        where = f"pane {pane}" if pane else "the pane"
         super().__init__(f"{where}: {why or 'its screen was not resynchronised since the link came back'}; "
                          "nothing was typed")
 

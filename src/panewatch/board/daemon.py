@@ -330,11 +330,9 @@ class Daemon:
         return await ops.call(self, op, msg, web=False, local={"register": register, "attach": attach})
 
     def notes(self) -> list[str]:
-        """What is not watched or cannot deliver, for `ls` and the board's banner: tmux servers and sessions not
-        watched (and why), notification backends that cannot deliver."""
-        notify = self.notices.availability() if self.notices is not None else []
-        return [*self.tmux.notes, *(f"notifications: {name} cannot deliver: {how}" for name, ok, how in notify
-                                    if not ok)]
+        """What is not watched, for `ls` and the board's banner: tmux servers and sessions not watched, and why.
+        (Notification backends that cannot deliver are said once, at start, and in `info`.)"""
+        return self.tmux.notes
 
     def hosts(self) -> dict[str, dict[str, Any]]:
         """Each `[[remote]]` host's link (board/remote.py `hosts`), for `ls`."""

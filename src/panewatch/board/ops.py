@@ -9,7 +9,7 @@ websocket (wsession.py), each parameter validated once, here.
                                                            forwarding to it, for a browser
     list      —                                            {cards, hosts, notes}: hosts = each [[remote]]
                                                            host's link {link, error, away, since}; notes =
-                                                           what is not watched or cannot deliver, and why
+                                                           what is not watched, and why
     new       {argv, name?, cwd?, env?, cols?, rows?, agent?}  {card}
     prompt    {pane}                                       {card} (its prompt, if blocked)
     send      {pane, text, enter?}                         {submitted, state, elapsed, how}: typed, and  ✓

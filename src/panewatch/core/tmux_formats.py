@@ -1,8 +1,11 @@
 """tmux formats panewatch asks for, and what their answers mean. Pure.
 
 * `PANE_FORMAT`, `parse_pane`: one line per pane (`list-panes -a -F` / `display-message -p`) →
-  `PaneInfo` (ids, target, size, cursor, alternate screen, mode, tty, pid, current command, title);
-  the free-text fields come last so that a tab in a title cannot shift the others.
+  `PaneInfo` (ids, target, size, cursor, alternate screen, mode, tty, pid, synchronize-panes, the server's
+  identity, current command, names, title, current directory). The free-text fields come last and
+  tmux itself replaces every control character in them (`free_text()`): a process named `x\nFORGED` or a
+  directory with a tab in its name cannot split a line or shift a field (nor, in a notification, forge
+  a line of the control protocol). A line that is not exactly one pane's fields is None: unknown.
 * `parse_layout`: a `%layout-change` layout → each pane's size, without asking tmux.
 * `parse_version`: `tmux -V` → (major, minor); `MIN_VERSION` is what panewatch needs (pause-after,
   client flags on attach).
@@ -33,10 +36,26 @@ WATCH_HOOKS = ("client-attached", "client-detached", "client-session-changed", "
 # knows: a terminal client is named after its tty, `/dev/pts/N`; a control client `client-PID`).
 CONTROL_GUARDS = ("client_control_mode", "hook_client")
 
+# A format that expands to `name`'s value with every control character (tab, newline, ESC, DEL...) replaced
+# by U+FFFD: a regex substitution done by tmux. `[[:cntrl:]]` is written inside `#{l:...}` because tmux ends a
+# modifier at its first `:` (a bare `s/[[:cntrl:]]/...` expands to nothing); the argument is expanded first.
+# A control byte spelt out in the format would be fragile (a range follows the locale's collation) and a
+# newline cannot travel in a command line at all.
+TEXT_REPLACEMENT = "\ufffd"
+
+
+def free_text(name: str) -> str:
+    """The format for free-text variable `name` (a process name, a directory, a title) with control characters
+    replaced: its value is one field on one line, whatever the program, the repository or the user named."""
+    return "#{s/#{l:[[:cntrl:]]}/" + TEXT_REPLACEMENT + "/:" + name + "}"
+
+
 _FIELDS = ("session_id", "window_id", "pane_id", "window_index", "pane_index", "pane_width", "pane_height",
            "cursor_x", "cursor_y", "cursor_flag", "alternate_on", "pane_in_mode", "pane_dead", "pane_pid",
-           "pane_tty", "pane_current_command", "session_name", "window_name", "pane_title")
-PANE_FORMAT = "\t".join("#{" + name + "}" for name in _FIELDS)
+           "pane_tty", "synchronize-panes", "window_panes", "pid", "start_time")
+_TEXT_FIELDS = ("pane_current_command", "session_name", "window_name", "pane_title", "pane_current_path")
+PANE_FORMAT = "\t".join(["#{" + name + "}" for name in _FIELDS] + [free_text(name) for name in _TEXT_FIELDS])
+_COUNT = len(_FIELDS) + len(_TEXT_FIELDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +79,26 @@ class PaneInfo:
     session_name: str
     window_name: str
     title: str
+    # Fields added later: defaults, so that a PaneInfo built by hand (tests, benchmarks) stays valid.
+    cwd: str = ""  # the pane's current directory (`pane_current_path`), control characters replaced
+    synchronized: bool = False  # `synchronize-panes` in force for this pane: tmux copies its keys to the others
+    window_panes: int = 1  # panes in its window (with synchronize-panes, the ones keys could be copied into)
+    server: tuple[int, int] = (0, 0)  # the tmux server's pid and start time: who numbered this pane
 
     @property
     def target(self) -> str:
         """`session:window.pane`, what a user types after `-t`."""
         return f"{self.session_name}:{self.window_index}.{self.pane_index}"
+
+    @property
+    def copies_keys(self) -> bool:
+        """Keys typed here would also reach other panes of the window (tmux's `synchronize-panes`)."""
+        return self.synchronized and self.window_panes > 1
+
+    def same_process(self, other: PaneInfo) -> bool:
+        """Whether `other` describes the same pane process: same server (a server restarted on the same socket
+        numbers its panes from %0 again), same first process and tty (respawn-pane starts another)."""
+        return (self.pane_id, self.server, self.pid, self.tty) == (other.pane_id, other.server, other.pid, other.tty)
 
 
 def _int(value: str) -> int:
@@ -72,17 +106,19 @@ def _int(value: str) -> int:
 
 
 def parse_pane(line: bytes | str) -> PaneInfo | None:
-    """One `PANE_FORMAT` line; None for a line that is not one."""
-    text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
-    values = text.split("\t", len(_FIELDS) - 1)
-    if len(values) != len(_FIELDS) or not values[2].startswith("%") or not values[0].startswith("$"):
+    """One `PANE_FORMAT` line; None for a line that is not exactly one (a field too many or too few: unknown)."""
+    decoded = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+    values = decoded.split("\t")
+    if len(values) != _COUNT or not values[2].startswith("%") or not values[0].startswith("$"):
         return None
-    v = dict(zip(_FIELDS, values, strict=True))
+    v = dict(zip(_FIELDS + _TEXT_FIELDS, values, strict=True))
     return PaneInfo(v["session_id"], v["window_id"], v["pane_id"], _int(v["window_index"]), _int(v["pane_index"]),
                     max(1, _int(v["pane_width"])), max(1, _int(v["pane_height"])), _int(v["cursor_x"]),
                     _int(v["cursor_y"]), v["cursor_flag"] != "0", v["alternate_on"] == "1",
                     v["pane_in_mode"] not in ("", "0"), v["pane_dead"] == "1", _int(v["pane_pid"]), v["pane_tty"],
-                    v["pane_current_command"], v["session_name"], v["window_name"], v["pane_title"])
+                    v["pane_current_command"], v["session_name"], v["window_name"], v["pane_title"],
+                    cwd=v["pane_current_path"], synchronized=v["synchronize-panes"] not in ("", "0"),
+                    window_panes=max(1, _int(v["window_panes"])), server=(_int(v["pid"]), _int(v["start_time"])))
 
 
 _CELL = re.compile(r"(\d+)x(\d+),\d+,\d+(?:,(\d+))?")

@@ -31,6 +31,10 @@ through the daemon, a `run` pane through its BoardLink, the demo's bot), and in 
     * REACTION has passed since the pane's last input (by anyone: `run`'s key pump counts too),
     * the pane's output has been quiet for QUIET (between frames; a spinner never is silent) and no
       synchronized update is open (a pane offering `mid_frame() -> bool`: a frame half drawn), and
+    * the pane's screen is current: a pane offering `async before_write()` (a tmux pane: one round trip
+      through its control connection, runtime/tmux_watch.py) is called once, settled; output that the
+      round trip brought in must then settle too. It refuses with a GuardError of its own (a hung link:
+      PaneNotResyncedError), and may refuse in `write` too (a tmux mode, synchronize-panes), and
     * then classifies the screen now, after its last output, with no await before the write (the
       pane's reader runs on the same loop), so nothing arrives between the check and the keys.
 
@@ -296,19 +300,32 @@ class InputGuard:
             yield
 
     async def _settle(self, after: float, deadline: float) -> None:
-        """Wait until `after` has passed, the pane's output has been quiet for QUIET and no frame is half drawn;
-        PaneBusyError if that cannot be before `deadline`."""
+        """Wait until `after` has passed, the pane's output has been quiet for QUIET and no frame is half drawn,
+        then take the pane's own step before a check (its `before_write`: a tmux pane's round trip) and let what
+        that brought in settle too; PaneBusyError if that cannot be before `deadline`."""
         pane = self.pane
+        current = False  # before_write done in this wait
         while True:
             now = pane.clock()
             ready = max(after, pane.last_output + QUIET)
             if now >= ready:
                 if not self._mid_frame():
-                    return
+                    if current:
+                        return
+                    await self._before_write()
+                    current = True
+                    continue  # what the round trip brought in settles like any output
                 ready = now + POLL_INTERVAL  # its frame is half drawn: judged (and typed into) once whole
             if ready > deadline:  # output only ever pushes `ready` later: refuse now, not at the deadline
                 raise PaneBusyError(self.pane_id, BUSY_TIMEOUT)
             await asyncio.sleep(ready - now)
+
+    async def _before_write(self) -> None:
+        """The pane's own step before its check (optional): a tmux pane makes its screen current with a round
+        trip to tmux, and refuses (a GuardError) when it cannot."""
+        hook = getattr(self.pane, "before_write", None)
+        if callable(hook):
+            await hook()
 
     def _mid_frame(self) -> bool:
         """The pane's program is inside a synchronized update (its frame half drawn, quiet or not: a pause

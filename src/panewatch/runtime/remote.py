@@ -7,7 +7,8 @@
                    identity comes from tmux's own formats (`pane_current_command`, refreshed by tmux's
                    subscription notification: no subprocess per look, on either side), whose link is a
                    state (`unreachable`), and which refuses input until its screen was resynchronised
-                   after the link came back (PaneNotResyncedError, before the guard's own checks).
+                   after the link came back (PaneNotResyncedError, before the guard's own checks), and
+                   when the round trip before a write gets no answer (a link hung without dropping).
     RemoteWatcher  a TmuxWatcher for one host. The link is down when an ssh carrying a control client
                    fails (exit status 255, or killed: they all share one connection) or a one-off command
                    over it does: every pane of the host turns `unreachable` at once. Then it reconnects with backoff
@@ -70,6 +71,9 @@ class RemoteServer(TmuxServer):
 
     def argv(self, *args: str) -> list[str]:
         return ssh_argv(self.host, self.remote(*args), self.ssh)
+
+    def command_argv(self, *args: str) -> list[str]:
+        return self.argv(*args)  # `remote()` has the -u already
 
     def attach_argv(self, pane_id: str, inside: str | None) -> tuple[list[str], bool]:
         """The user's terminal attached to the host's tmux at that pane, over the shared connection (a tmux
@@ -195,12 +199,23 @@ class RemotePane(TmuxPane):
 
     # -- input -------------------------------------------------------------------------------------
 
+    async def before_write(self) -> None:
+        """Refused at once while the link is down or the screen not resynchronised; else the round trip over the
+        link (TmuxPane.before_write): a link that hangs without dropping (a suspended laptop, a stopped sshd) has
+        no reply within ROUND_TRIP_TIMEOUT and the write is refused, where it used to wait in the link and land
+        on whatever the pane showed when the link came back."""
+        self._refuse_unless_synced()
+        await super().before_write()
+
     def write(self, data: bytes) -> None:
         """send-keys through the control connection; refused while the screen is not resynchronised."""
+        self._refuse_unless_synced()
+        super().write(data)
+
+    def _refuse_unless_synced(self) -> None:
         if not self.synced or not self.machine.link_up:
             raise PaneNotResyncedError(self.board_id, self.machine.link_detail or "its screen is not resynchronised "
                                        "since the link came back")
-        super().write(data)
 
 
 class RemoteWatcher(TmuxWatcher):
@@ -280,7 +295,9 @@ class RemoteWatcher(TmuxWatcher):
             pane = self.panes.get(event.args[4])  # one client per session subscribes, for all its panes
             if isinstance(pane, RemotePane):
                 _, _, value = event.line.partition(b" : ")
-                pane.command_changed(value.decode("utf-8", "replace").strip())
+                command = value.decode("utf-8", "replace").strip()
+                self.command_changed(pane, command)  # another process (respawn-pane) is another pane
+                pane.command_changed(command)
             return
         super()._on_event(client, event)
 

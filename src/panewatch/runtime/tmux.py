@@ -76,6 +76,12 @@ class TmuxServer:
     def argv(self, *args: str) -> list[str]:
         return [tmux_binary(), *self.args(), *args]
 
+    def command_argv(self, *args: str) -> list[str]:
+        """argv for panewatch's own commands and control clients: with `-u`, as tmux writes every tab (the pane
+        list's separator) and non-ASCII byte as `_` to a client whose locale is not UTF-8 (a daemon started with
+        LANG=C saw no pane at all). Not for the user's terminal (`attach_argv`): that one follows their locale."""
+        return self.argv("-u", *args)
+
     def socket_file(self, env: Mapping[str, str] | None = None) -> Path:
         """The server's socket on disk (the default one and `-L NAME` live in `socket_dir()`)."""
         return Path(self.socket_path) if self.socket_path else socket_dir(env) / (self.socket_name or "default")
@@ -90,7 +96,7 @@ class TmuxServer:
 
     async def run(self, *args: str, timeout: float = COMMAND_TIMEOUT) -> list[str]:
         """A one-off command (for when no control client is attached): its stdout lines; TmuxError if it failed."""
-        proc = await asyncio.create_subprocess_exec(*self.argv(*args), stdin=subprocess.DEVNULL,
+        proc = await asyncio.create_subprocess_exec(*self.command_argv(*args), stdin=subprocess.DEVNULL,
                                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             out, err = await asyncio.wait_for(proc.communicate(), timeout)
@@ -275,7 +281,7 @@ class ControlClient:
         """Attach; TmuxError if tmux refuses or the session is gone before we are attached."""
         flags = f"ignore-size,read-only,pause-after={self.pause_after}"
         self._proc = await asyncio.create_subprocess_exec(
-            *self.server.argv("-C", "attach-session", "-E", "-f", flags, "-t", self.session),
+            *self.server.command_argv("-C", "attach-session", "-E", "-f", flags, "-t", self.session),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
         _widen(self._proc)
         self._reader = asyncio.get_running_loop().create_task(self._read())

@@ -13,12 +13,19 @@
                   already on screen is blocked on attach; identity from the pane's tty (foreground
                   process group, runtime/process.py), polled on output, when tmux's
                   `pane_current_command` subscription changes, and every FOREGROUND_POLL; input as
-                  `send-keys` (core/tmux_protocol.py `send_keys`), refused in a tmux mode.
+                  `send-keys` (core/tmux_protocol.py `send_keys`), refused in a tmux mode and with
+                  synchronize-panes on; before the guard's check, `before_write` makes a round trip
+                  through the pane's own control client (tmux replies after all the output it read before
+                  the command: our screen is then current) that re-reads the pane's info.
 
 A pane that closes, or whose server exits, is published `exited` (never left on its last screen) and
-leaves `panes`. Output that arrives for a pane before its seed is dropped: the seed already shows it
-(tmux writes a command's reply after the output it read before running it). A pane tmux paused for
-us (`%pause`) is re-seeded from its screen and continued.
+leaves `panes`. So does a pane whose process is not the one watched: every pane of a server restarted on
+the same socket (its identity, `#{pid}` and `#{start_time}`, changed: its `%0` is another program) and a
+pane whose first process or tty changed (respawn-pane); the new one is a new TmuxPane. A listing with a
+line that is not one pane's fields removes nothing (what it hides is unknown, not closed). Output that
+arrives for a pane before its seed is dropped: the seed already shows it (tmux writes a command's reply
+after the output it read before running it). A pane tmux paused for us (`%pause`) is re-seeded from its
+screen and continued.
 
 tmux runs the user's hooks for our clients and commands too (core/tmux_formats.py WATCH_HOOKS): before it
 attaches, the watcher reads the server's and the session's hooks, and with `attach_hooks="skip"` (the
@@ -45,13 +52,14 @@ from panewatch.core.policy import PolicyConfig
 from panewatch.core.tmux_formats import (
     PANE_FORMAT,
     PaneInfo,
+    free_text,
     parse_layout,
     parse_pane,
     seed_bytes,
     tripping_hooks,
 )
 from panewatch.core.tmux_protocol import Event, Notification, Output, Reply, command, routes, send_keys
-from panewatch.errors import PaneInModeError, TmuxError
+from panewatch.errors import PaneInModeError, PaneNotResyncedError, PaneSynchronizedError, TmuxError
 from panewatch.runtime.driver import Manifests, PaneDriver
 from panewatch.runtime.tmux import ControlClient, TmuxServer, check_version
 from panewatch.runtime.tmux_hooks import HookMode, TmuxReports
@@ -80,6 +88,9 @@ SUBSCRIPTION = "panewatch-cmd"
 # after PAUSE_AFTER whatever its client; until then it only takes its share of its client's rounds.
 PANES_PER_CLIENT = 64
 HOOKS_RECHECK = 30.0  # seconds: a user who guarded their hooks sees their panes watched within this
+# Seconds for tmux to answer the round trip before a write. A local tmux answers in about a millisecond, a host
+# over ssh in a round trip time; none within this (a suspended link, a stuck server): refused, nothing typed.
+ROUND_TRIP_TIMEOUT = 2.0
 ROUTES_PER_COMMAND = 64
 
 
@@ -167,7 +178,13 @@ class TmuxPane(PaneDriver):
         self.exit_code: int | None = None
         self.on_output: Callable[[bytes], None] | None = None  # a viewer's tap (the board's endpoint)
         self.looked_at = float("-inf")  # the last look at who holds the tty
+        self.checked: PaneInfo | None = None  # the pane's info from the last round trip before a write
         self._tty = TtyForeground(info.pid, info.tty)
+
+    @property
+    def board_id(self) -> str:
+        """The pane's name in what it says (a remote pane's adds its host)."""
+        return self.pane_id
 
     @property
     def target(self) -> str:
@@ -281,12 +298,54 @@ class TmuxPane(PaneDriver):
 
     # -- input: the guard's writes as send-keys ---------------------------------------------------
 
+    async def before_write(self) -> None:
+        """The guard's step before its check, in the pane's turn: one round trip through the pane's own control
+        client. tmux writes a command's reply after every line it queued for us before running it, the pane's
+        output included, so once the reply is read our screen holds all tmux had of the pane; the reply is the
+        pane's info now (mode, synchronize-panes, process), which `write` checks with no await in between.
+        PaneNotResyncedError when tmux does not answer within ROUND_TRIP_TIMEOUT (a hung link, a stuck server) or
+        cannot. A pane whose process is not the one watched is exited here (the check then refuses it)."""
+        if self.machine.has_exited:
+            return
+        deadline = self.clock() + ROUND_TRIP_TIMEOUT
+        while True:
+            remaining = deadline - self.clock()
+            try:
+                if remaining <= 0:
+                    raise TmuxError(f"its screen was being redrawn from tmux for {ROUND_TRIP_TIMEOUT:g} s")
+                lines = await self.client.run("display-message", "-p", "-t", self.pane_id, PANE_FORMAT,
+                                              timeout=remaining)
+            except TmuxError as exc:
+                raise PaneNotResyncedError(self.board_id, f"tmux on {self.tmux.server.label} did not confirm that "
+                                           f"its screen here is current ({exc})") from None
+            info = parse_pane(lines[0]) if lines else None
+            if info is None:
+                raise PaneNotResyncedError(self.board_id, "tmux's answer about the pane could not be read")
+            if self.machine.has_exited:
+                return
+            if not self.info.same_process(info):
+                self.tmux.replaced(self, info)
+                return
+            self.checked = info
+            self.update(info)
+            if self.seeded:
+                return
+            # tmux paused the pane for us: the re-seed's capture answers before the next round trip does
+
     def write(self, data: bytes) -> None:
-        """Bytes as typed input, through tmux (`send-keys`); PaneInModeError while a tmux mode shows."""
+        """Bytes as typed input, through tmux (`send-keys`). PaneInModeError while a tmux mode shows (the keys
+        would drive the mode), PaneSynchronizedError while synchronize-panes would copy them into other panes;
+        by the pane's info from listings and from the guard's round trip just before (either saying so refuses:
+        a listing asked earlier may be read after the round trip)."""
         if not data or self.machine.has_exited:
             return
-        if self.info.in_mode:
-            raise PaneInModeError(self.pane_id)
+        for info in (self.info, self.checked):
+            if info is None:
+                continue
+            if info.in_mode:
+                raise PaneInModeError(self.board_id)
+            if info.copies_keys:
+                raise PaneSynchronizedError(self.board_id, self.pane_id, info.window_panes)
         self.client.send(send_keys(self.pane_id, data))
         self._last_input = self.clock()
 
@@ -320,6 +379,7 @@ class TmuxWatcher:
         self.later_looks = LaterLooks()
         self.clients: dict[str, list[ControlClient]] = {}  # by session id: its clients (shards)
         self.server_alive = False
+        self.identity: tuple[int, int] | None = None  # the server's (pid, start time) its panes were listed from
         self.resyncs = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._resync_task: asyncio.Task[None] | None = None
@@ -446,10 +506,20 @@ class TmuxWatcher:
             return
         self.server_alive = True
         listed: dict[str, PaneInfo] = {}
+        unread = 0
         for line in lines:
             info = parse_pane(line)
-            if info is not None and info.pane_id not in listed:  # a linked window lists its panes per session
+            if info is None:
+                unread += 1
+            elif info.pane_id not in listed:  # a linked window lists its panes per session
                 listed[info.pane_id] = info
+        if unread:
+            log.warning("tmux on %s: %d line(s) of the pane list unreadable; no pane is taken as closed by it",
+                        self.server.label, unread)
+        identity = next(iter(listed.values())).server if listed else self.identity
+        if self.identity is not None and identity != self.identity:
+            await self._restarted()
+        self.identity = identity
         per_session = Counter(i.session_id for i in listed.values())
         self._names.update((i.session_id, i.session_name) for i in listed.values())
         # Every missing client of every session at once: one after another, each attach waits on tmux
@@ -472,6 +542,9 @@ class TmuxWatcher:
         added: list[TmuxPane] = []
         for pane_id, info in listed.items():
             pane = self.panes.get(pane_id)
+            if pane is not None and not pane.info.same_process(info):  # respawn-pane: another program
+                self._remove(pane, replaced_detail(pane.info, info))
+                pane = None
             client = self._client_for(info, pane, load)
             if client is None:
                 continue
@@ -487,8 +560,30 @@ class TmuxWatcher:
             else:
                 pane.update(info)
         self._route(added)  # a new pane starts on in every client: the others turn it off
+        if unread:
+            return  # an unreadable line may be any pane's: none is taken as closed
         for pane_id in [p for p in self.panes if p not in listed]:
             self._remove(self.panes[pane_id], "the tmux pane was closed")
+
+    async def _restarted(self) -> None:
+        """The server on the socket is not the one the panes were listed from (killed and started again, at once):
+        every pane of the old one is exited, its clients (attached to the old server) closed, what was learnt about
+        its hooks forgotten. The new server's panes are then taken as new, whatever their ids."""
+        log.info("tmux on %s: the server was restarted (a new one on the socket)", self.server.label)
+        for pane in list(self.panes.values()):
+            self._remove(pane, "the tmux server exited (another one was started on its socket)")
+        clients = self._all_clients()
+        for client in clients:
+            self._forget(client)
+        self._hooks_seen.clear()
+        await asyncio.gather(*(client.close() for client in clients), return_exceptions=True)
+
+    def replaced(self, pane: TmuxPane, info: PaneInfo) -> None:
+        """`info` (a round trip's) says `pane`'s process is not the one watched: exited; the next resync adopts
+        whatever has the pane's id now as a new pane."""
+        if self.panes.get(pane.pane_id) is pane:
+            self._remove(pane, replaced_detail(pane.info, info))
+        self.schedule_resync(0.0)
 
     async def _tripping(self, session: str) -> list[str]:
         """The user's hooks that watching `session` ("": the server's global ones) would run; [] with
@@ -552,7 +647,7 @@ class TmuxWatcher:
             return
         self.subscribers[session] = live[0]
         live[0].send([command("refresh-client", "-t", live[0].name, "-B",
-                              f"{SUBSCRIPTION}:%*:#{{pane_current_command}}")])
+                              f"{SUBSCRIPTION}:%*:{free_text('pane_current_command')}")])
 
     def _route(self, panes: list[TmuxPane]) -> None:
         """Only a pane's own client gets its output; its session's other clients turn it off (batched:
@@ -614,6 +709,7 @@ class TmuxWatcher:
 
     def _server_gone(self) -> None:
         self.server_alive = False
+        self.identity = None
         for pane in list(self.panes.values()):
             self._remove(pane, "the tmux server exited")
 
@@ -653,12 +749,23 @@ class TmuxWatcher:
             pane = self.panes.get(args[4])
             if pane is not None:
                 pane.poll_foreground()
+                self.command_changed(pane, event.line.partition(b" : ")[2].decode("utf-8", "replace"))
+
+    def command_changed(self, pane: TmuxPane, command: str) -> None:
+        """tmux's subscription says the pane runs `command`: another program than listed is read again, since it
+        may be another process (respawn-pane: exited, and the new one adopted as a new pane)."""
+        if command != pane.info.current_command:
+            self._refresh_info(pane)
 
     def _refresh_info(self, pane: TmuxPane) -> None:
         def on_info(reply: Reply) -> None:
             info = parse_pane(reply.lines[0]) if reply.ok and reply.lines else None
-            if info is not None and not pane.machine.has_exited:
+            if info is None or pane.machine.has_exited:
+                return
+            if pane.info.same_process(info):
                 pane.update(info)
+            else:
+                self.replaced(pane, info)
 
         pane.client.send([command("display-message", "-p", "-t", pane.pane_id, PANE_FORMAT)], [on_info])
 
@@ -670,6 +777,13 @@ class TmuxWatcher:
 def clients_for(panes: int) -> int:
     """How many control clients watch a session of `panes` panes."""
     return max(1, -(-panes // PANES_PER_CLIENT))
+
+
+def replaced_detail(old: PaneInfo, new: PaneInfo) -> str:
+    """Why a pane's card ended though tmux still lists its id."""
+    if old.server != new.server:
+        return "the tmux server exited (another one was started on its socket)"
+    return f"the tmux pane's program was replaced (pid {old.pid} -> {new.pid}, {old.tty} -> {new.tty})"
 
 
 def skipped_message(server: str, session: str, hooks: list[str]) -> str:
