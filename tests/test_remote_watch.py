@@ -10,7 +10,6 @@ import contextlib
 import re
 import shlex
 import subprocess
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from panewatch.testing.sshd import Sshd
 from tmuxutil import DIALOG, SHOW_DIALOG, agent_cmd, until
 
 HERE = Path(__file__).parent
-ANSWERING = f"{shlex.quote(sys.executable)} {shlex.quote(str(HERE / 'answer_agent.py'))} {shlex.quote(str(DIALOG))}"
+ANSWERING = agent_cmd("answer", DIALOG)
 FAST = (0.2, 0.5, 1.0)  # reconnection backoff for tests
 
 pytestmark = pytest.mark.needs("ssh", "tmux")  # tests/components.py: fail without them unless PANEWATCH_SKIP

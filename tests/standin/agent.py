@@ -6,6 +6,8 @@ CLI, so its pane is an agent's (core/panekind.py), not "another program" whose s
     python3 tests/standin/codex/cli.js play FILE.cast      play a cast's output in real time (raw), then hold
     python3 tests/standin/claude-code/cli.js sh 'STEPS'    run STEPS with /bin/sh (as the agent runs its hooks)
                                                            then hold
+    python3 tests/standin/claude-code/cli.js answer FILE   show FILE (a dialog), read one key raw, then show
+                                                           "answered KEY" (an answer visibly clears the dialog)
     python3 tests/standin/codex/cli.js compose             a composer: echoes typed text after its prompt; a CR read
                                                            alone submits it ("SUBMITTED: TEXT", a fresh prompt)
 """
@@ -14,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import termios
 import time
 import tty
 
@@ -51,6 +54,19 @@ def compose() -> None:
             os.write(1, text.encode())
 
 
+def answer(path: str) -> None:
+    with open(path, "rb") as fh:
+        os.write(1, fh.read())
+    fd = sys.stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    tty.setraw(fd)
+    try:
+        key = os.read(fd, 1)
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+    os.write(1, b"\x1b[2J\x1b[H" + b"answered " + key + b"\r\n")
+
+
 def main() -> None:
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "show":
@@ -61,6 +77,8 @@ def main() -> None:
                 data = data[os.write(1, data):]
     elif mode == "play":
         play(args[0])
+    elif mode == "answer":
+        answer(args[0])
     elif mode == "compose":
         compose()
         return

@@ -79,7 +79,9 @@ class Demo:
             argv = [sys.executable, "-m", "panewatch.lab.fakeagent", "--seed", str(self.seed + i),
                     "--time-scale", repr(self.time_scale)]
             env = {**os.environ, "TERM": "xterm-256color"}
-            pane = LivePane(argv, pane_id=f"agent-{i + 1}", cols=cols, rows=rows, env=env, manifests=watcher)
+            # The fake agent draws Claude Code's screens (lab/fakeagent.py): named so, as `run --agent claude` would.
+            pane = LivePane(argv, pane_id=f"agent-{i + 1}", cols=cols, rows=rows, env=env, manifests=watcher,
+                            agent="claude")
             demo_pane = DemoPane(pane, InputGuard(pane, pane_id=pane.pane_id), random.Random(self.seed * 31 + i))
             pane.subscribe(self._subscriber(demo_pane))
             self.panes.append(demo_pane)
