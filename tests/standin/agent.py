@@ -8,6 +8,8 @@ CLI, so its pane is an agent's (core/panekind.py), not "another program" whose s
                                                            then hold
     python3 tests/standin/claude-code/cli.js answer FILE   show FILE (a dialog), read one key raw, then show
                                                            "answered KEY" (an answer visibly clears the dialog)
+    python3 tests/standin/claude-code/cli.js dialogs FILE  show FILE (a dialog); a key answers it ("answered KEY");
+                                                           the next key shows it again, and so on
     python3 tests/standin/codex/cli.js compose             a composer: echoes typed text after its prompt; a CR read
                                                            alone submits it ("SUBMITTED: TEXT", a fresh prompt)
 """
@@ -67,6 +69,19 @@ def answer(path: str) -> None:
     os.write(1, b"\x1b[2J\x1b[H" + b"answered " + key + b"\r\n")
 
 
+def dialogs(path: str) -> None:
+    with open(path, "rb") as fh:
+        dialog = fh.read()
+    fd = sys.stdin.fileno()
+    tty.setraw(fd)
+    while True:
+        os.write(1, b"\x1b[2J\x1b[H" + dialog)
+        key = os.read(fd, 1)
+        os.write(1, b"\x1b[2J\x1b[H" + b"answered " + key + b"\r\n")
+        if not os.read(fd, 1):
+            return
+
+
 def main() -> None:
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "show":
@@ -79,6 +94,8 @@ def main() -> None:
         play(args[0])
     elif mode == "answer":
         answer(args[0])
+    elif mode == "dialogs":
+        dialogs(args[0])
     elif mode == "compose":
         compose()
         return

@@ -41,7 +41,7 @@ class Notices:
         self._states: dict[str, str] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.sent: Counter[str] = Counter()  # by state
-        self.unseen_skipped = 0  # notifications not sent: the user was looking at the pane
+        self.seen_skipped = 0  # notifications not sent: the user was looking at the pane
 
     def start(self) -> None:
         self.hub.listeners.add(self.on_card)
@@ -72,7 +72,7 @@ class Notices:
         try:
             clients = await self.views.clients()
             if state == "blocked" and self.views.seen(card, clients):
-                self.unseen_skipped += 1
+                self.seen_skipped += 1
                 log.info("pane %s blocked: not notified, its pane is in front of you", pane_id)
                 return
             handle = self.hub.panes.get(pane_id)

@@ -32,6 +32,8 @@ websocket (wsession.py), each parameter validated once, here.
     attach_command {pane, inside?}                         {argv, nested, target}: what `panewatch attach`
                                                            execs for a tmux pane (inside: the caller's
                                                            $TMUX socket); not_tmux for other panes
+    reload    —                                            {path, warnings, after_restart}: config.toml
+                                                           read again (notifications at once)
     shutdown  —                                            —
     ping      —                                            —
 
@@ -49,6 +51,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from aiohttp import web
 
 from panewatch.board.limits import ConnectionGate
 from panewatch.board.model import Card, bad_request
@@ -88,6 +92,7 @@ class Board(Protocol):
     pid: int
     notify_cooldown: float
     clients: int  # open board tabs
+    websockets: set[web.WebSocketResponse]  # their connections (closed at once when the daemon stops)
     stats: Counter[str]
     gate: ConnectionGate  # the web side's connection caps (limits.py)
 
@@ -98,6 +103,7 @@ class Board(Protocol):
     async def new_pane(self, spec: NewPane) -> Card: ...
     async def dismiss(self, pane_id: str, *, kill: bool = False) -> None: ...
     def stop(self) -> None: ...
+    def reload(self) -> Message: ...
 
 
 # -- parameters: each validated here and nowhere else ------------------------------------------
@@ -234,6 +240,10 @@ async def _attach_command(board: Board, msg: Message) -> Result:
     return result
 
 
+async def _reload(board: Board, msg: Message) -> Result:
+    return board.reload()
+
+
 async def _shutdown(board: Board, msg: Message) -> Result:
     asyncio.get_running_loop().call_soon(board.stop)  # after this reply is on its way
     return None
@@ -264,6 +274,7 @@ OPS: dict[str, Op] = {
     "close": Op(_close),
     "goto": Op(_goto, web=True),
     "attach_command": Op(_attach_command),
+    "reload": Op(_reload),
     "shutdown": Op(_shutdown),
     "ping": Op(_ping),
 }

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from panewatch.board.endpoint import PaneEndpoint
+from panewatch.board.ids import PaneIds, card_key
 from panewatch.board.model import Card, no_such_pane, sort_key
 from panewatch.board.rpc import REQUEST_TIMEOUT, Peer, RemoteError
 from panewatch.runtime.live import LivePane
@@ -45,14 +46,18 @@ class PaneHandle(Protocol):
 class Hub:
     """All panes by id, their latest cards, and listeners for every card change."""
 
-    def __init__(self) -> None:
+    def __init__(self, ids: PaneIds | None = None) -> None:
         self.panes: dict[str, PaneHandle] = {}
         self.listeners: set[Listener] = set()
+        self.ids = ids  # ids that outlive the daemon (board/ids.py); None: counted from 1 for this hub's life
         self._ids = itertools.count(1)
         self._expiry: dict[str, asyncio.TimerHandle] = {}
         self.last_activity = time.monotonic()
 
-    def new_id(self) -> str:
+    def new_id(self, key: str | None = None) -> str:
+        """A free id; with `key` (board/ids.py `card_key`), the one that pane had before, if it is free."""
+        if self.ids is not None:
+            return self.ids.id_for(key or card_key("once", next(self._ids), time.time()), lambda i: i in self.panes)
         while (pane_id := str(next(self._ids))) in self.panes:
             pass
         return pane_id
@@ -166,8 +171,9 @@ class LocalPane(EndpointInput):
 class RemotePane:
     """A `run` pane in another process, reached through its BoardLink connection."""
 
-    def __init__(self, hub: Hub, pane_id: str, peer: Peer, card: Card) -> None:
+    def __init__(self, hub: Hub, pane_id: str, peer: Peer, card: Card, key: str = "") -> None:
         self.id = pane_id
+        self.key = key
         self.hub = hub
         self.peer = peer
         self.host: dict[str, Any] | None = None  # the tmux pane hosting this run (board/views.py), its place
@@ -179,7 +185,7 @@ class RemotePane:
     def _own(self, card: Card) -> Card:
         # The daemon's id for it; the run's own pane id stays its name; inside tmux, its host pane's place.
         return {**card, "id": self.id, "origin": "run", "name": card.get("name") or card.get("id") or self.id,
-                **(self.host or {})}
+                "key": self.key or None, **(self.host or {})}
 
     def set_host(self, host: dict[str, Any] | None) -> None:
         """The tmux pane this `run` runs in (its target, window, tmux pane): one card for the agent, in its place."""

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from panewatch.board.endpoint import PaneEndpoint
+from panewatch.board.ids import card_key
 from panewatch.board.model import Card, bad_request, wire_error
 from panewatch.board.panes import EndpointInput, Hub, Viewer
 from panewatch.board.rpc import RemoteError
@@ -68,8 +69,9 @@ def agents_in_tmux() -> bool:
 
 
 class TmuxHandle(EndpointInput):
-    def __init__(self, hub: Hub, pane_id: str, pane: TmuxPane, server: TmuxServer) -> None:
+    def __init__(self, hub: Hub, pane_id: str, pane: TmuxPane, server: TmuxServer, key: str = "") -> None:
         self.id = pane_id
+        self.key = key  # what makes it the same pane across daemon restarts (board/ids.py): stats rows by it
         self.hub = hub
         self.pane = pane
         self.server = server
@@ -90,7 +92,7 @@ class TmuxHandle(EndpointInput):
         info = self.pane.info
         return {**card, "id": self.id, "name": self._name(), "origin": "tmux", "target": info.target,
                 "tmux_pane": info.pane_id, "tmux_server": self.server.label, "window": info.window_name,
-                "command": info.current_command, "cwd": getattr(info, "cwd", ""),
+                "command": info.current_command, "cwd": getattr(info, "cwd", ""), "key": self.key or None,
                 "view_of": self.view_of if card.get("kind") == "view" else None,
                 "shows": self.shows if card.get("kind") == "view" else None}
 
@@ -228,7 +230,9 @@ class TmuxBoard:
         return watcher
 
     def _added(self, server: TmuxServer, pane: TmuxPane) -> None:
-        handle = TmuxHandle(self.hub, self.hub.new_id(), pane, server)
+        info = pane.info  # the same pane while its server lives: the same id across daemon restarts (board/ids.py)
+        key = card_key("tmux", server.label, *info.server, info.pane_id)
+        handle = TmuxHandle(self.hub, self.hub.new_id(key), pane, server, key=key)
         self.handles[(server, pane.pane_id)] = handle
         self.hub.add(handle)
 

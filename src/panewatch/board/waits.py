@@ -43,7 +43,8 @@ class BoardWaits:
         if state == old:
             return
         self._states[pane_id] = state
-        key = self._keys.setdefault(pane_id, uuid.uuid4().hex[:16])
+        # the pane's own key (board/ids.py: the same pane across daemon restarts), else this life's
+        key = self._keys.setdefault(pane_id, str(card.get("key") or uuid.uuid4().hex[:16]))
         since = card.get("since")
         t = float(since) if isinstance(since, int | float) and not isinstance(since, bool) else time.time()
         self.recorder.change(key, t, state, old=old, pane_id=pane_id, name=str(card.get("name") or pane_id),

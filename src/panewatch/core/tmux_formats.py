@@ -6,7 +6,8 @@
   tmux itself replaces every control character in them (`free_text()`): a process named `x\nFORGED` or a
   directory with a tab in its name cannot split a line or shift a field (nor, in a notification, forge
   a line of the control protocol). A line that is not exactly one pane's fields is None: unknown.
-* `parse_layout`: a `%layout-change` layout → each pane's size, without asking tmux.
+* `parse_layout`: a `%layout-change` layout → each pane's cell (which panes the window has; a cell is the
+  pane plus its border line with `pane-border-status`, so a pane's own size is asked of tmux).
 * `parse_version`: `tmux -V` → (major, minor); `MIN_VERSION` is what panewatch needs (pause-after,
   client flags on attach).
 * `WATCH_HOOKS`, `tripping_hooks`: the user's tmux hooks that panewatch's own clients and commands

@@ -725,11 +725,13 @@ class TmuxWatcher:
             return
         name, args = event.name, event.args
         if name == "layout-change" and len(args) >= 2:
+            # Each pane's own size from tmux (`pane_width` x `pane_height`), never the layout's cell: with
+            # `pane-border-status top` a cell has the border's row too (150x39 for a pane of 150x38).
             sizes = parse_layout(args[1])
-            for pane_id, (cols, rows) in sizes.items():
+            for pane_id in sizes:
                 known = self.panes.get(pane_id)
-                if known is not None:
-                    known.set_size(cols, rows)
+                if known is not None and known.client is client:  # every client of the session is told: one asks
+                    self._refresh_info(known)
             in_window = {p for p, pane in self.panes.items() if pane.info.window_id == args[0]}
             if set(sizes) != in_window:
                 self.schedule_resync()
