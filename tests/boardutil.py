@@ -8,11 +8,14 @@ import resource
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from panewatch.runtime.waitstore import store_path
 
 TIMEOUT = 15.0
 AGENT = Path(__file__).parent / "board_agent.py"
@@ -119,3 +122,18 @@ def wait_state(pane_id: str, state: str, timeout: float = TIMEOUT) -> dict[str, 
     found: dict[str, Any] = wait_for(lambda: (c := card(pane_id)) is not None and c["state"] == state and c,
                                      f"pane {pane_id} {state}", timeout, interval=0.1)
     return found
+
+
+def lock_the_database() -> subprocess.Popen[str]:
+    """Another process holding the waits database's write lock (a backup tool, a user's sqlite3 shell)."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sqlite3, sys
+            conn = sqlite3.connect({str(store_path())!r}, isolation_level=None)
+            conn.execute("BEGIN EXCLUSIVE")
+            print("locked", flush=True)
+            sys.stdin.readline()
+            conn.execute("COMMIT")
+        """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    return holder

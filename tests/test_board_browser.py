@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 from playwright import sync_api
 
-from boardutil import ServeProcess, cli, new_agent, wait_for, wait_state
+from boardutil import ServeProcess, cli, lock_the_database, new_agent, wait_for, wait_state
 from components import chromium_path
+from panewatch.runtime.waitstore import store_path
 
 CHROMIUM = chromium_path()
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -419,3 +420,35 @@ def test_the_header_shows_the_minutes_lost_today_and_a_bar_per_day(page: Any, se
     assert today[0] == day["day"] and today[1] == day["blocked"]["seconds"] and today[2] > 0
     title = page.eval_on_selector("#waits .waits-chart g.bar:last-of-type title", "e => e.textContent")
     assert f"blocked {int(day['blocked']['seconds'])}s (1)" in title
+
+
+def test_the_header_says_when_the_waits_are_not_recorded_and_since_when(page: Any, serve: ServeProcess,
+                                                                        tmp_path: Path) -> None:
+    """Issue 23, item 8: the daemon could not write its waits (here another process holds the database's
+    lock) and the board looked the same. Now the header says so, with the time, and the reason on hover."""
+    pane = new_agent(tmp_path / "agent.log")
+    until_js(page, "!document.querySelector('#waits').hidden", "the waits figure")
+    assert page.query_selector("#waits .waits-off") is None
+    holder = lock_the_database()
+    try:
+        cli("send", pane, "b", check=True)
+        blocked = wait_state(pane, "blocked")
+        cli("answer", pane, "1", "--yes", "--fingerprint", blocked["prompt"]["fingerprint"], check=True)
+        until_js(page, "!!document.querySelector('#waits .waits-off')", "the header's word on the recording")
+        shown = page.inner_text("#waits .waits-off")
+        assert shown.startswith("not recording since ") and ":" in shown
+        assert page.get_attribute("#waits .waits-off", "title").startswith("database is locked")
+        assert page.get_attribute("#waits .waits-off", "role") == "status"
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        holder.communicate(timeout=10)
+    assert store_path().exists()
+    # Recording comes back (the daemon tries again every few seconds); the next change asks again.
+    wait_for(lambda: json.loads(cli("stats", "--json", check=True).stdout)["recording"]["on"], "recording back",
+             timeout=30)
+    cli("send", pane, "b", check=True)
+    blocked = wait_state(pane, "blocked")
+    cli("answer", pane, "1", "--yes", "--fingerprint", blocked["prompt"]["fingerprint"], check=True)
+    until_js(page, "!document.querySelector('#waits .waits-off')", "the header's warning gone")

@@ -106,6 +106,20 @@ def test_a_seed_repaints_the_alternate_screen_title_and_cursor() -> None:
     assert copy.snapshot() == screen.snapshot()
 
 
+def test_a_seed_keeps_the_soft_wraps_so_a_wrapped_line_stays_one_piece() -> None:
+    """A wrapped line (a secret among them) repainted row by row with CR LF would be cut in two in the
+    case's cast, and a replay would not know the rows were one line (issue 23, item 7)."""
+    key = "sk-ant-api03-" + "Hq8Lz2Vx7Nw4" * 4
+    screen = Screen(20, 8)
+    screen.feed(f"KEY={key} ok\r\n0123456789abcdefghij\r\nnext\r\nwide 中文中文中文中文中".encode())
+    seed = screen_seed(screen)
+    assert key.encode() in seed  # one piece: no CR LF inside it
+    copy = Screen(20, 8)
+    copy.feed(seed)
+    assert copy.snapshot() == screen.snapshot()
+    assert copy.soft_wraps() == screen.soft_wraps() == (True, True, True, False, False, False, True, False)
+
+
 def test_recent_times_are_relative_to_its_start() -> None:
     recent = Recent(10.0, 80, 24, b"", IDLE, (), (), ())
     assert recent.relative(12.5) == 2.5 and recent.relative(9.0) == 0.0

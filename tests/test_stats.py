@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from boardutil import cli, new_agent, start_serve, wait_for, wait_state
+from boardutil import ServeProcess, cli, lock_the_database, new_agent, start_serve, wait_for, wait_state
+from panewatch.runtime.waitstore import store_path
 
 HOLD = 3.0  # seconds the test leaves the prompt unanswered
 
@@ -74,3 +77,58 @@ def test_a_blocked_wait_is_measured_and_survives_a_restart(tmp_path: Path) -> No
         assert {p["name"] for p in summary["panes"]} == {"waiter", "second"}
     finally:
         serve.stop()
+
+
+def test_stats_says_when_recording_is_off_since_when_and_why(tmp_path: Path) -> None:
+    """Issue 23, item 8: the daemon's `recording` flag was shown nowhere. Now `stats` (and --json) says
+    it is off, since when and why (a lock another process holds; a second daemon on the same state
+    dir), and that no daemon runs; the wait kept meanwhile reaches the file once the lock is let go."""
+    serve = start_serve()
+    holder: subprocess.Popen[str] | None = None
+    second: ServeProcess | None = None
+    try:
+        pane = new_agent(tmp_path / "agent.log")
+        wait_for(lambda: store_path().exists(), "the daemon opened the waits database at start")
+        assert stats()["recording"] == {"daemon": True, "on": True, "since": None, "why": None, "pending": 0,
+                                         "dropped": 0}
+        holder = lock_the_database()
+        before = time.time()
+        cli("send", pane, "b", check=True)
+        blocked = wait_state(pane, "blocked")
+        cli("answer", pane, "1", "--yes", "--fingerprint", blocked["prompt"]["fingerprint"], check=True)
+        wait_state(pane, "idle")  # the blocked wait closed: the daemon's writer waits for the lock, then gives up
+        off = wait_for(lambda: (s := stats())["recording"]["on"] is False and s, "recording off")["recording"]
+        assert off["why"] == "database is locked" and off["pending"] >= 1 and before <= off["since"] <= time.time()
+        text = cli("stats", check=True).stdout
+        assert text.startswith("RECORDING IS OFF since ") and "database is locked" in text, text
+        assert "waits kept in memory" in text
+
+        # A second daemon on the same state dir (another runtime dir: another login) does not record.
+        env = {"PANEWATCH_RUNTIME_DIR": str(tmp_path / "run2")}
+        (tmp_path / "run2").mkdir(mode=0o700)
+        second = start_serve(env=env)
+        other = json.loads(subprocess.run([sys.executable, "-m", "panewatch", "stats", "--json"], capture_output=True,
+                                          text=True, env={**os.environ, **env}, check=True, timeout=30).stdout)
+        assert other["recording"]["on"] is False
+        assert other["recording"]["why"] == (f"another panewatch daemon (pid {serve.proc.pid}) records the waits of "
+                                             f"{store_path().parent}")
+
+        holder.stdin.write("\n")  # type: ignore[union-attr]
+        holder.stdin.flush()  # type: ignore[union-attr]
+        assert holder.wait(10) == 0
+        back = wait_for(lambda: (s := stats())["recording"]["on"] and s["totals"]["blocked"]["count"] == 1 and s,
+                        "recording back on, the kept wait written", timeout=30)
+        assert back["recording"]["pending"] == 0
+        assert "RECORDING IS OFF" not in cli("stats", check=True).stdout
+    finally:
+        for proc in (holder,):
+            if proc is not None:
+                proc.kill()
+                proc.communicate()
+        if second is not None:
+            second.stop()
+        serve.stop()
+    none = cli("stats", check=True).stdout
+    assert none.rstrip().endswith("recording: no panewatch daemon is running now; the daemon records the waits of "
+                                  "every pane on its board")
+    assert json.loads(cli("stats", "--json", check=True).stdout)["recording"] == {"daemon": False, "on": None}

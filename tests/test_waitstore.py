@@ -74,17 +74,18 @@ def test_no_database_yet_reads_as_no_waits(tmp_path: Path) -> None:
     assert read_waits(0) == []
 
 
-def test_a_recorder_whose_store_fails_goes_on_quietly(tmp_path: Path) -> None:
+def test_a_recorder_whose_store_fails_keeps_its_waits_and_says_so(tmp_path: Path) -> None:
     def broken() -> WaitStore:
         raise sqlite3.OperationalError("disk I/O error")
 
-    recorder = WaitRecorder(broken)
+    recorder = WaitRecorder(broken, retry=60.0, clock=lambda: 1234.0)
     recorder.change("k", 0.0, "blocked")
     recorder.change("k", 5.0, "working")  # closes a wait: the store cannot be opened
-    assert recorder.failed == "disk I/O error" and recorder.written == 0
-    assert recorder.waits(0) == []
-    recorder.change("k", 6.0, "blocked")  # and never tries again
-    recorder.close()
+    assert not recorder.flush(timeout=5)
+    status = recorder.recording()
+    assert status == waitstore.Recording(False, 1234.0, "disk I/O error", pending=1) and recorder.written == 0
+    assert [w.start for w in recorder.waits(0)] == [0.0]  # kept in memory: the board's figures still count it
+    recorder.close(timeout=5)
 
 
 def test_a_recorder_writes_what_its_tracker_closes(tmp_path: Path) -> None:
@@ -92,6 +93,8 @@ def test_a_recorder_writes_what_its_tracker_closes(tmp_path: Path) -> None:
     for t, state in [(0.0, "idle"), (1.0, "working"), (3.0, "blocked"), (9.0, "working"), (10.0, "idle")]:
         recorder.change("k", t, state, pane_id="1", name="fake", agent="claude")
     recorder.gone("k", 20.0)
+    assert recorder.flush()
     assert [(w.kind, w.start, w.end, w.ended_by) for w in recorder.waits(0)] == [
         ("blocked", 3.0, 9.0, "working"), ("idle", 10.0, 20.0, "gone")]
+    assert recorder.recording().on and recorder.written == 2
     recorder.close()

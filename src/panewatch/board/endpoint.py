@@ -209,7 +209,8 @@ class PaneEndpoint:
 
     async def report_wrong(self, expected: str | None) -> dict[str, Any]:
         """Save this pane's history as a golden case in the user's corpus (golden/wrong.py); where it is.
-        Taken on the loop (one consistent moment), masked and written in a thread (a few hundred KB)."""
+        Taken on the loop (one consistent moment), masked and written in a thread (a few hundred KB: the
+        masking holds the GIL only in short steps, core/masking.py, so the loop goes on meanwhile)."""
         agent_states = [s for s in STATES if s != "unreachable"]  # that one is our link's, never the agent's
         if expected is not None and expected not in agent_states:
             raise bad_request(f"expected must be one of {', '.join(agent_states)}")
@@ -221,7 +222,7 @@ class PaneEndpoint:
         manifest = pane.watcher.get(pane.agent) if pane.agent else None
         trace = explain(snapshot, manifest, pane.detector.quarantine)[1] if manifest is not None else None
         report = WrongState(history.recent(), self.name, pane.agent, pane.state, pane.verdict, snapshot, trace,
-                            expected, time.time(), pane.clock(), _manifest_file(manifest))
+                            expected, time.time(), pane.clock(), _manifest_file(manifest), pane.screen.soft_wraps())
         try:
             folder = await asyncio.to_thread(write_case, paths.user_corpus_dir(), report)
         except OSError as exc:

@@ -26,7 +26,9 @@ websocket (wsession.py), each parameter validated once, here.
                                                            as a golden case (golden/wrong.py)
     stats     {since?}                                     minutes lost waiting (core/waits.py          ✓
                                                            summarize) since `since` (unix time; default
-                                                           the last 7 days), with the waits still open
+                                                           the last 7 days), with the waits still open;
+                                                           `recording` (bool), `recording_off` (None, or
+                                                           {since, why, pending, dropped})
     close     {pane}                                       — kill a headless pane, remove its card
     goto      {pane}                                       — a tmux pane: select it in the user's tmux  ✓
     attach_command {pane, inside?}                         {argv, nested, target}: what `panewatch attach`
@@ -200,7 +202,7 @@ async def _stats(board: Board, msg: Message) -> Result:
         since = time.time() - 7 * DAY
     if not isinstance(since, int | float) or isinstance(since, bool):
         raise bad_request("since must be a unix time")
-    return board.waits.summary(float(since))
+    return await board.waits.summary(float(since))
 
 
 async def _resize(board: Board, msg: Message) -> Result:

@@ -10,13 +10,14 @@ card travelled. A card removed from the board ends the pane's open wait, unanswe
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from typing import Any
 
 from panewatch.board.model import Card, stands_for_agent
 from panewatch.core.waits import summarize
-from panewatch.runtime.waitstore import WaitRecorder, local_day
+from panewatch.runtime.waitstore import Recording, WaitRecorder, local_day
 
 DAY = 86400.0
 FRESH = 2.0  # seconds a summary is served again to the same question (every board tab asks after changes)
@@ -25,9 +26,10 @@ FRESH = 2.0  # seconds a summary is served again to the same question (every boa
 class BoardWaits:
     def __init__(self, recorder: WaitRecorder | None = None) -> None:
         self.recorder = recorder or WaitRecorder()
+        self.recorder.start()  # the lock and the file, at once: `stats` says if recording cannot work
         self._keys: dict[str, str] = {}  # board id → the key of this pane's life
         self._states: dict[str, str] = {}
-        self._cached: tuple[tuple[int, int], float, dict[str, Any]] | None = None
+        self._cached: tuple[tuple[int, int, Recording], float, dict[str, Any]] | None = None
 
     def on_card(self, pane_id: str, card: Card | None) -> None:
         """A Hub listener: called on every card change, and with None when a card leaves. A card that stands for
@@ -50,16 +52,19 @@ class BoardWaits:
         self.recorder.change(key, t, state, old=old, pane_id=pane_id, name=str(card.get("name") or pane_id),
                              agent=str(card.get("agent") or "") or None)
 
-    def summary(self, since: float) -> dict[str, Any]:
-        """The figures since `since` until now. The same question (to the minute) with no wait written
-        since is answered from the last summary for FRESH seconds: many tabs, one query."""
+    async def summary(self, since: float) -> dict[str, Any]:
+        """The figures since `since` until now, and whether the waits are being recorded (`recording`;
+        `recording_off`: since when and why, else None). The same question (to the minute) with no
+        wait written since is answered from the last summary for FRESH seconds: many tabs, one query.
+        The file is read in a thread: another process holding its lock never stops the loop."""
         now = time.time()
-        key = (int(since // 60), self.recorder.written)
+        status = self.recorder.recording()
+        key = (int(since // 60), self.recorder.written, status)
         if self._cached is not None and self._cached[0] == key and now - self._cached[1] < FRESH:
             return self._cached[2]
-        result = {**summarize(self.recorder.waits(since, now), local_day, since=since, until=now,
-                              ongoing=self.recorder.tracker.ongoing(now)),
-                  "recording": self.recorder.failed is None}
+        waits = await asyncio.to_thread(self.recorder.waits, since, now)
+        result = {**summarize(waits, local_day, since=since, until=now, ongoing=self.recorder.tracker.ongoing(now)),
+                  "recording": status.on, "recording_off": None if status.on else status.as_json()}
         self._cached = (key, now, result)
         return result
 

@@ -1,4 +1,5 @@
-"""The daemon's watchdog: however the daemon dies (`kill -9` included), its headless panes die with it.
+"""The watchdog: however the daemon or a `panewatch run` dies (`kill -9` included), its panes die with it,
+and `run`'s outer terminal gets its modes back (raw mode would outlive `run`: no echo, no line editing).
 
 A headless pane's program hears of the daemon's death only through its pty's hangup, and one that
 ignores SIGHUP would live on as an orphan nobody sees. So the daemon starts a tiny process
@@ -7,6 +8,8 @@ and writes one line per pane:
 
     +SID CTIME      a pane was spawned: a session leader (SID is its pid), started at CTIME
     -SID            its session is over (the pane exited and its pty was released)
+    =FD MODES       (`run`) the terminal, open as FD in the watchdog, gets MODES back on EOF
+    =-              (`run`) ... not any more: `run` put them back itself
 
 When the pipe reads EOF (the daemon closed it, or died), the watchdog ends every session still
 recorded with the same bounded HUP → TERM → KILL steps as PtySession.close, and exits. One process
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -25,6 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import psutil
+
+from panewatch.runtime.reaper import TerminalModes, terminal_line
 
 if TYPE_CHECKING:
     from panewatch.runtime.live import LivePane
@@ -42,20 +48,33 @@ class Watchdog:
         self._pipe: asyncio.WriteTransport | None = None
         self._untrack: set[asyncio.Task[None]] = set()
 
-    async def start(self) -> None:
+    async def start(self, terminal: tuple[int, TerminalModes] | None = None) -> None:
+        """`terminal`: (a descriptor of `run`'s outer terminal, the modes to put back if we die)."""
         # `-c` from `/`: the daemon's cwd is neither pinned nor searched for a module named panewatch.
         package_parent = str(Path(__file__).resolve().parents[2])
         code = f"import sys; sys.path.insert(0, {package_parent!r}); from panewatch.runtime.reaper import watchdog; " \
                "sys.exit(watchdog())"
+        kept = -1
         try:
+            kept = os.dup(terminal[0]) if terminal is not None else -1  # its own descriptor of the terminal
             self._proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                                          stdout=subprocess.DEVNULL, cwd="/", start_new_session=True, close_fds=True)
+                                          stdout=subprocess.DEVNULL, cwd="/", start_new_session=True, close_fds=True,
+                                          pass_fds=(kept,) if kept >= 0 else ())
         except OSError as exc:  # the daemon still works; only a kill -9 of it would leave orphans
-            log.warning("no watchdog (%s): headless panes will outlive a daemon that is killed", exc)
+            log.warning("no watchdog (%s): panes will outlive a panewatch that is killed", exc)
             return
+        finally:
+            if kept >= 0:
+                os.close(kept)  # the watchdog has it (same number) now
         assert self._proc.stdin is not None
         self._pipe, _ = await asyncio.get_running_loop().connect_write_pipe(
             lambda: _PipeProtocol(self._lost), self._proc.stdin)
+        if terminal is not None:
+            self._send(terminal_line(kept, terminal[1]))
+
+    def release_terminal(self) -> None:
+        """Its owner put the terminal's modes back itself: the watchdog leaves the terminal alone."""
+        self._send("=-")
 
     def _lost(self, exc: Exception | None) -> None:
         if self._pipe is not None:  # not our own close: the watchdog died

@@ -43,8 +43,12 @@ def main(ns: argparse.Namespace) -> int:
     if ns.action == "install":
         UserSecret()  # the hooks' per-user secret, made now if no daemon made it yet
     for agent in agents:
+        def waiting(message: str, agent: str = agent) -> None:  # another writer holds the file's lock
+            print(f"panewatch: {agent}: {message}", file=sys.stderr, flush=True)
+
         try:
-            outcome = (hooksinstall.install if ns.action == "install" else hooksinstall.uninstall)(agent)
+            edit = hooksinstall.install if ns.action == "install" else hooksinstall.uninstall
+            outcome = edit(agent, on_wait=waiting)
         except AgentSettingsError as exc:
             print(f"panewatch: {agent}: {exc}; nothing written", file=sys.stderr)
             failed = True

@@ -38,10 +38,15 @@ def register(subparsers: Any) -> None:
     new.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ...")
     new.set_defaults(func=cmd_new)
 
-    send = subparsers.add_parser("send", help="type TEXT (and Enter) into a pane; refused while it is blocked")
-    send.add_argument("pane", metavar="ID")
-    send.add_argument("text", nargs="+", metavar="TEXT")
+    send = subparsers.add_parser("send", help="type TEXT (and Enter) into a pane; refused while it is blocked",
+                                 usage="%(prog)s [--no-enter] ID [--] TEXT ...")
     send.add_argument("--no-enter", action="store_true", help="do not press Enter after the text")
+    send.add_argument("pane", metavar="ID")
+    # Everything after ID is the text, word for word: `--` and dashes too (`send 3 git checkout -- a.py`).
+    # nargs="+" dropped the text's `--` words (argparse takes them for its own). Options go before ID; a
+    # `--` right after ID lets the text start with a dash (`send 3 -- --help`).
+    send.add_argument("text", nargs=argparse.REMAINDER, metavar="TEXT",
+                      help="the words to type, joined by spaces, as written (options go before ID)")
     send.set_defaults(func=cmd_send)
 
     answer = subparsers.add_parser("answer", help="answer a blocked pane's prompt, after showing it and "
@@ -206,6 +211,9 @@ def cmd_new(ns: argparse.Namespace) -> int:
 
 
 def cmd_send(ns: argparse.Namespace) -> int:
+    if not ns.text:
+        print("panewatch send: no TEXT to type (usage: panewatch send [--no-enter] ID [--] TEXT ...)", file=sys.stderr)
+        return 2
     try:
         result = asyncio.run(client.call("send", pane=ns.pane, text=" ".join(ns.text), enter=not ns.no_enter))
     except RemoteError as exc:

@@ -21,6 +21,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
+from panewatch.board.watchdog import Watchdog
 from panewatch.core.machine import StateChange
 from panewatch.core.prompt import parse_prompt
 from panewatch.runtime.hooks import PaneHooks, remove_stale_sockets
@@ -184,6 +185,9 @@ class _Runner:
                 argv = await hooks.wire(pane_id, argv, env, cwd=os.getcwd(), manifests=self.watcher.get)
             except OSError as exc:  # no socket (or no way for this agent): the screen alone still detects
                 self.errors.append(f"panewatch run: hooks disabled: {exc}")
+        # However we die (kill -9 too), CMD is ended and the terminal's modes put back: by the watchdog.
+        watchdog = Watchdog()
+        await watchdog.start(self.terminal.for_watchdog())
         cols, rows = self.terminal.size()
         pane = LivePane(argv, pane_id=pane_id, cols=cols, rows=rows, env=env, agent=self.ns.agent, headless=False,
                         manifests=self.watcher, record=self.record, events=self.events, on_output=gate.child,
@@ -196,8 +200,10 @@ class _Runner:
         except OSError as exc:
             notifier.close()
             await hooks.close()
+            await watchdog.close()
             self.errors.append(f"panewatch run: cannot run {argv[0]!r}: {exc.strerror or exc}")
             return 127 if exc.errno == errno.ENOENT else 126
+        watchdog.watch(pane)
         pump = InputPump(pane, self.terminal.is_tty)
         from panewatch.board.link import BoardLink  # the sessions board sees this pane; never in its way
 
@@ -236,6 +242,9 @@ class _Runner:
             notifier.close()
             gate.close()
             await hooks.close()
+            self.terminal.restore()  # ours to do now (main() does it again on every way out)
+            watchdog.release_terminal()
+            await watchdog.close()
 
 
 def _notifier(pane: LivePane, gate: OutputGate, errors: list[str],

@@ -121,3 +121,44 @@ class StateReader:
         self._mode.mode = SYNCHRONIZED_OUTPUT
         core.check(lib.ghostty_terminal_get(self._term._t[0], lib.GHOSTTY_TERMINAL_DATA_MODE, self._mode), "mode")
         return bool(self._mode.value)
+
+
+class CursorReader:
+    """The cursor as the next printed character will meet it: (x, y, pending wrap, alternate screen).
+    A full row leaves the cursor on its last cell with the wrap pending; the next character goes to
+    the next row. For following a stream's text across the cursor moves between its pieces."""
+
+    def __init__(self, term: Any) -> None:
+        self._term = term
+        self._x = ffi.new("uint16_t*")
+        self._y = ffi.new("uint16_t*")
+        self._flag = ffi.new("bool*")
+        self._int = ffi.new("int*")
+
+    def read(self) -> tuple[int, int, bool, bool]:
+        t = self._term._t[0]
+        get = lib.ghostty_terminal_get
+        core.check(get(t, lib.GHOSTTY_TERMINAL_DATA_CURSOR_X, self._x), "cursor_x")
+        core.check(get(t, lib.GHOSTTY_TERMINAL_DATA_CURSOR_Y, self._y), "cursor_y")
+        core.check(get(t, lib.GHOSTTY_TERMINAL_DATA_CURSOR_PENDING_WRAP, self._flag), "pending_wrap")
+        core.check(get(t, lib.GHOSTTY_TERMINAL_DATA_ACTIVE_SCREEN, self._int), "active_screen")
+        return int(self._x[0]), int(self._y[0]), bool(self._flag[0]), bool(self._int[0])
+
+
+def soft_wraps(term: Any, rows: int) -> list[bool]:
+    """For each visible row: it wrapped onto the next (its text goes on there; not a line end)."""
+    grid_ref = _ffi_mod.union_fn(
+        "ghostty_terminal_grid_ref", "GhosttyResult(*)(GhosttyTerminal, GhosttyPointS, GhosttyGridRef*)")
+    point = ffi.new("GhosttyPointS*")
+    point.tag = lib.GHOSTTY_POINT_TAG_ACTIVE
+    ref = core.init_sized("GhosttyGridRef")
+    row = ffi.new("GhosttyRow*")
+    flag = ffi.new("bool*")
+    out = []
+    for y in range(rows):
+        point.value.x, point.value.y = 0, y
+        core.check(grid_ref(term._t[0], point[0], ref), "grid_ref")
+        core.check(lib.ghostty_grid_ref_row(ref, row), "grid_ref_row")
+        core.check(lib.ghostty_row_get(row[0], lib.GHOSTTY_ROW_DATA_WRAP, flag), "row_get wrap")
+        out.append(bool(flag[0]))
+    return out

@@ -100,11 +100,29 @@ class Recent:
 
 def screen_seed(screen: Screen) -> bytes:
     """VT bytes that repaint `screen` on a blank terminal of its size: its title, then its dump (which
-    enters the alternate screen if the pane is on it, draws every row, puts the cursor back)."""
+    enters the alternate screen if the pane is on it, draws every row, puts the cursor back), with
+    its soft wraps kept: a row that wrapped runs on into the next instead of ending in CR LF, so a
+    replay wraps it again and a line (a secret among them) stays one piece in the cast."""
     snapshot = screen.snapshot()
-    dump = screen.vt_dump() or plain_repaint(snapshot)
+    dump = screen.vt_dump()
+    dump = keep_soft_wraps(dump, screen.soft_wraps()) if dump else plain_repaint(snapshot)
     title = snapshot.title.replace("\x07", "").replace("\x1b", "")
     return (f"\x1b]0;{title}\x07".encode() if title else b"") + dump
+
+
+def keep_soft_wraps(dump: bytes, wraps: tuple[bool, ...]) -> bytes:
+    """`dump` (rows joined by CR LF) with the CR LF after each soft-wrapped row taken out: that row is
+    full, so its next character wraps on a terminal as it did on the pane's. A dump that does not
+    have one row per CR LF is left as it is."""
+    rows = dump.split(b"\r\n")
+    if len(rows) > len(wraps):
+        return dump
+    out = bytearray(rows[0])
+    for y, row in enumerate(rows[1:]):
+        if not wraps[y]:
+            out += b"\r\n"
+        out += row
+    return bytes(out)
 
 
 class History:

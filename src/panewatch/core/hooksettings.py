@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from dataclasses import dataclass
 from typing import Any
 
 from panewatch.errors import AgentSettingsError
@@ -31,11 +32,20 @@ def is_ours(hook: object) -> bool:
     return isinstance(hook, dict) and isinstance(hook.get("command"), str) and OURS.search(hook["command"]) is not None
 
 
+@dataclass(frozen=True, slots=True)
+class Number:
+    """A JSON number as the user's file writes it. Python's floats would write `1e400` back as
+    `Infinity` (not JSON: the agent would refuse its settings) and `0.1000000000000000055511` as `0.1`;
+    the edit touches only the hooks, so every number goes back as its own text."""
+
+    text: str
+
+
 def load_json(path: str, data: bytes) -> dict[str, Any]:
     if not data.strip():
         return {}
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = json.loads(data.decode("utf-8"), parse_int=Number, parse_float=Number, parse_constant=Number)
     except UnicodeDecodeError:
         raise AgentSettingsError(path, "not UTF-8 text") from None
     except ValueError as exc:
@@ -108,7 +118,20 @@ def json_has_ours(doc: dict[str, Any]) -> bool:
 
 
 def dump_json(doc: dict[str, Any]) -> bytes:
-    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    """`doc` as `json.dumps(doc, indent=2, ensure_ascii=False)` writes it, its Numbers as their own text."""
+    return (_dump(doc, 0) + "\n").encode("utf-8")
+
+
+def _dump(value: object, level: int) -> str:
+    if isinstance(value, Number):
+        return value.text
+    if isinstance(value, dict | list) and value:
+        inner, outer = "  " * (level + 1), "  " * level
+        items = ([f"{inner}{json.dumps(str(k), ensure_ascii=False)}: {_dump(v, level + 1)}" for k, v in value.items()]
+                 if isinstance(value, dict) else [f"{inner}{_dump(v, level + 1)}" for v in value])
+        opening, closing = ("{", "}") if isinstance(value, dict) else ("[", "]")
+        return f"{opening}\n" + ",\n".join(items) + f"\n{outer}{closing}"
+    return json.dumps(value, ensure_ascii=False)
 
 
 def load_toml(path: str, data: bytes) -> tuple[str, dict[str, Any]]:

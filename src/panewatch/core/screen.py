@@ -83,6 +83,7 @@ class Screen:
         self._term = ghostty.new_terminal(self.cols, self.rows)
         self._text: ghostty.VisibleText | None = ghostty.VisibleText(self._term)
         self._state: ghostty.StateReader | None = ghostty.StateReader(self._term)
+        self._cursor: ghostty.CursorReader | None = None  # made on first use (report-wrong's masking)
         self._reply: ReplyHandler | None = None
         self.answer_program_status = False  # answer OSC 7501 probes (with a reply handler): see termstatus
         self._status_scanner = termstatus.Scanner()
@@ -190,6 +191,30 @@ class Screen:
             return []
         return [(repr(st["bg"]), repr(st["fg"]), bool(st["inverse"]), bool(st["bold"])) for st in styles]
 
+    def cursor_state(self) -> tuple[int, int, bool, bool]:
+        """(x, y, wrap pending, alternate screen): where the next printed character goes (a full row
+        leaves the wrap pending: the next character starts the next row). (0, 0, False, False) when
+        closed or on an engine error."""
+        try:
+            if self._cursor is None:
+                assert self._term is not None
+                self._cursor = ghostty.CursorReader(self._term)
+            return self._cursor.read()
+        except Exception:
+            self.stats.engine_errors += 1
+            return 0, 0, False, False
+
+    def soft_wraps(self) -> tuple[bool, ...]:
+        """Per visible row: its text wrapped onto the next row (one logical line, not a line end).
+        All False when closed or on an engine error."""
+        if self.closed:
+            return (False,) * self.rows
+        try:
+            return tuple(ghostty.soft_wraps(self._term, self.rows))
+        except Exception:
+            self.stats.engine_errors += 1
+            return (False,) * self.rows
+
     def vt_dump(self) -> bytes:
         """VT bytes that repaint this screen on another terminal (a viewer joining late); b"" on failure."""
         if self._kept is not None:
@@ -216,5 +241,5 @@ class Screen:
         self._term.on_reply(None)
         self._term.close()
         # The readers hold buffers sized to the screen; they must never touch the freed engine.
-        self._term = self._text = self._state = None
+        self._term = self._text = self._state = self._cursor = None
         self.synchronized = False

@@ -69,12 +69,13 @@ class GoldenCase:
         frames: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["frames"]
         return frames
 
-    def frame_times(self) -> list[float]:
+    def frame_times(self, cast: Cast | None = None) -> list[float]:
         """Where the frame goldens look: the middle of every scored truth segment (a screen that shows
-        its state plainly, away from the redraws around a change)."""
+        its state plainly, away from the redraws around a change). `cast`: the case's, not read yet."""
         timeline = self.timeline
+        duration = (cast or self.cast()).duration
         out = []
-        for (start, state), (end, _) in zip(timeline, [*timeline[1:], (self.cast().duration, "")], strict=True):
+        for (start, state), (end, _) in zip(timeline, [*timeline[1:], (duration, "")], strict=True):
             if state != "ignore" and end > start:
                 out.append(round((start + end) / 2, 3))
         return out

@@ -12,7 +12,14 @@ The documents' edits are core/hooksettings.py. Ours are recognisable by their co
 (`… panewatch … pane hook report|notify`), so the user's own
 hooks are never touched. Install is idempotent (the same hooks again: nothing written) and refuses a
 malformed file with an AgentSettingsError naming it (nothing written). Writes are atomic (a temp file
-renamed over, the file's mode kept; a symlinked file is written where it points).
+renamed over, the file's mode kept; a symlinked file is written where it points); an error names the
+user's file, never the temp file.
+
+Another writer (the agent itself rewriting its settings, another `hooks install`): the edit runs under
+the file's lock as the agents' Node tools take it (proper-lockfile: a directory `FILE.lock`, stale
+after LOCK_STALE s), so a writer that takes it waits for us and we for it (`on_wait` says so); and a
+writer that takes no lock is not overwritten: the file is read again just before the rename, and if it
+changed, the edit is done again on its new bytes (ATTEMPTS times).
 
 A record per file in the state dir (`hooks/AGENT-CRC.json`, 0600, beside `AGENT-CRC.orig`: the bytes the
 file had without panewatch, or none if there was no file) lets uninstall give the file back byte for
@@ -26,11 +33,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from panewatch.core.hooksettings import (
     BEGIN,
@@ -57,6 +65,10 @@ from panewatch.runtime.hookinject import (
 )
 
 AGENTS = ("claude", "gemini", "codex", "qwen")
+LOCK_STALE = 10.0  # seconds: a FILE.lock older than this was left by a writer that died (proper-lockfile's default)
+LOCK_WAIT = 30.0  # seconds we wait for another writer's lock before giving up (naming it)
+ATTEMPTS = 5  # edits done again on a file another writer changed under us
+T = TypeVar("T")
 __all__ = ["AGENTS", "OURS", "Outcome", "Status", "default_agents", "install", "settings_file", "status", "uninstall"]
 
 
@@ -152,21 +164,90 @@ def _write_private(path: Path, data: bytes) -> None:
     _atomic(path, data, 0o600)
 
 
-def _atomic(path: Path, data: bytes, mode: int) -> None:
-    """`data` into `path` by a temp file in its folder renamed over it (never half a settings file)."""
+class _Changed(Exception):
+    """The settings file changed since it was read: the edit is done again on its new bytes."""
+
+
+def _atomic(path: Path, data: bytes, mode: int, unchanged: Callable[[], bool] | None = None) -> None:
+    """`data` into `path` by a temp file in its folder renamed over it (never half a settings file).
+    `unchanged`, asked just before the rename: False leaves the file as it is (_Changed). An OSError
+    names `path`, not the temp file (the user knows the one, never saw the other)."""
     temp = path.with_name(f".{path.name}.panewatch-{os.getpid()}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fchmod(f.fileno(), mode)
-            os.fsync(f.fileno())
-        os.replace(temp, path)
-    except BaseException:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fchmod(f.fileno(), mode)
+                os.fsync(f.fileno())
+            if unchanged is not None and not unchanged():
+                raise _Changed()
+            os.replace(temp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+            raise
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
+def _write_settings(path: Path, before: bytes | None, data: bytes, mode: int) -> None:
+    """The settings file `path` (where it points, if a link) gets `data`, if it still holds `before`."""
+    try:
+        _atomic(_real(path), data, mode, lambda: _read(path) == before)
+    except OSError as exc:
+        raise AgentSettingsError(str(path), f"cannot write it ({exc.strerror or exc})") from None
+
+
+@contextlib.contextmanager
+def _locked(path: Path, on_wait: Callable[[str], None] | None) -> Iterator[None]:
+    """The settings file's lock as the agents' Node tools take it (a directory `FILE.lock`, made or not
+    at once by mkdir; one older than LOCK_STALE seconds is a dead writer's)."""
+    lock = path.with_name(path.name + ".lock")
+    deadline, said = time.monotonic() + LOCK_WAIT, False
+    while True:
+        try:
+            os.mkdir(lock, 0o700)
+            break
+        except FileExistsError:
+            try:
+                stale = time.time() - lock.lstat().st_mtime > LOCK_STALE
+            except FileNotFoundError:
+                continue  # let go meanwhile
+            if stale:
+                try:
+                    os.rmdir(lock)
+                except FileNotFoundError:
+                    pass
+                except OSError as exc:
+                    raise AgentSettingsError(str(path), f"its lock {lock} was left by a writer that is gone and "
+                                                        f"cannot be removed ({exc.strerror or exc})") from None
+                continue
+        except OSError as exc:
+            raise AgentSettingsError(str(path), f"cannot lock it ({exc.strerror or exc})") from None
+        if time.monotonic() > deadline:
+            raise AgentSettingsError(str(path), f"another program is writing it (its lock {lock} is held); "
+                                                "try again when it is done")
+        if not said and on_wait is not None:
+            on_wait(f"waiting for {lock}: another program is writing {path}")
+            said = True
+        time.sleep(0.05)
+    try:
+        yield
+    finally:
         with contextlib.suppress(OSError):
-            temp.unlink()
-        raise
+            os.rmdir(lock)
+
+
+def _edit(path: Path, on_wait: Callable[[str], None] | None, attempt: Callable[[], T]) -> T:
+    """`attempt` (read, edit, write) under the file's lock, again while another writer changes the file."""
+    with _locked(path, on_wait):
+        for _ in range(ATTEMPTS):
+            with contextlib.suppress(_Changed):
+                return attempt()
+    raise AgentSettingsError(str(path), "it kept changing while panewatch wrote it (another program writes it "
+                                        "without a lock); try again")
 
 
 def _real(path: Path) -> Path:
@@ -192,9 +273,16 @@ def _mode(path: Path) -> int:
 
 # -- the commands ------------------------------------------------------------------------------
 
-def install(agent: str, *, env: Mapping[str, str] | None = None, launcher: list[str] | None = None) -> Outcome:
+def install(agent: str, *, env: Mapping[str, str] | None = None, launcher: list[str] | None = None,
+            on_wait: Callable[[str], None] | None = None) -> Outcome:
     path = settings_file(agent, env)
-    launcher = launcher or hook_launcher()
+    hooks = launcher or hook_launcher()
+    created_dir = not path.parent.exists()
+    path.parent.mkdir(parents=True, exist_ok=True)  # where the lock goes
+    return _edit(path, on_wait, lambda: _install(agent, path, hooks, created_dir))
+
+
+def _install(agent: str, path: Path, launcher: list[str], created_dir: bool) -> Outcome:
     current = _read(path)
     if agent == "codex":
         text, _ = load_toml(str(path), current or b"")
@@ -212,41 +300,47 @@ def install(agent: str, *, env: Mapping[str, str] | None = None, launcher: list[
     recorded = _read_record(agent, path)
     # What uninstall gives back: the file as it was before panewatch (exactly, if it had none of ours).
     if not had_ours:
-        original, created_dir = current, not path.parent.exists()
+        original = current
     elif recorded is not None and current is not None and _same_as_written(recorded[0], current):
         original, created_dir = recorded[1], bool(recorded[0].get("created_dir"))
     else:
         original, created_dir = without, False
-    path.parent.mkdir(parents=True, exist_ok=True)
     _write_record(agent, path, new, original, created_dir)  # first: the backup exists before the file changes
-    target = _real(path)
-    _atomic(target, new, _mode(target) if current is not None else 0o600)
+    _write_settings(path, current, new, _mode(_real(path)) if current is not None else 0o600)
     action = "updated" if had_ours else "installed"
     return Outcome(agent, path, action, f"{agent}: panewatch's hooks {action} in {path}"
                    + (" (a new file)" if current is None else ""))
 
 
-def uninstall(agent: str, *, env: Mapping[str, str] | None = None) -> Outcome:
+def uninstall(agent: str, *, env: Mapping[str, str] | None = None,
+              on_wait: Callable[[str], None] | None = None) -> Outcome:
     path = settings_file(agent, env)
+    if not path.parent.is_dir():
+        return _uninstall(agent, path)[0]  # no file: nothing to lock
+    outcome, created_dir = _edit(path, on_wait, lambda: _uninstall(agent, path))
+    if created_dir:
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()  # only if empty (and the lock, in it, is let go)
+    return outcome
+
+
+def _uninstall(agent: str, path: Path) -> tuple[Outcome, bool]:
+    """The outcome, and whether the file's folder is panewatch's to remove (install made it)."""
     current = _read(path)
     recorded = _read_record(agent, path)
     if current is None:
         _drop_record(agent, path)
-        return Outcome(agent, path, "absent", f"{agent}: {path} does not exist; nothing to remove")
+        return Outcome(agent, path, "absent", f"{agent}: {path} does not exist; nothing to remove"), False
     if recorded is not None and _same_as_written(recorded[0], current):
         record, original = recorded
         if original is None:
             path.unlink()
-            if record.get("created_dir"):
-                with contextlib.suppress(OSError):
-                    path.parent.rmdir()  # only if empty
             message = f"{agent}: removed {path} (panewatch had created it)"
         else:
-            target = _real(path)
-            _atomic(target, original, _mode(target))
+            _write_settings(path, current, original, _mode(_real(path)))
             message = f"{agent}: {path} restored byte for byte (unchanged since install)"
         _drop_record(agent, path)
-        return Outcome(agent, path, "restored", message)
+        return Outcome(agent, path, "restored", message), original is None and bool(record.get("created_dir"))
     if agent == "codex":
         text, _ = load_toml(str(path), current)
         has = BEGIN in text or OURS.search(text) is not None
@@ -258,16 +352,17 @@ def uninstall(agent: str, *, env: Mapping[str, str] | None = None) -> Outcome:
         before = load_json(str(path), recorded[1] or b"") if recorded is not None \
             else {"hooksConfig": doc.get("hooksConfig")}
         new = dump_json(json_without_ours(doc, before)) if has else current
-    _drop_record(agent, path)
     if not has:
-        return Outcome(agent, path, "absent", f"{agent}: no panewatch hooks in {path}; nothing changed")
+        _drop_record(agent, path)
+        return Outcome(agent, path, "absent", f"{agent}: no panewatch hooks in {path}; nothing changed"), False
     if recorded is not None and recorded[1] is None and new.strip() in (b"", b"{}"):
         path.unlink()
-        return Outcome(agent, path, "removed", f"{agent}: removed {path} (panewatch had created it)")
-    target = _real(path)
-    _atomic(target, new, _mode(target))
+        _drop_record(agent, path)
+        return Outcome(agent, path, "removed", f"{agent}: removed {path} (panewatch had created it)"), False
+    _write_settings(path, current, new, _mode(_real(path)))
+    _drop_record(agent, path)
     return Outcome(agent, path, "cleaned", f"{agent}: removed panewatch's hooks from {path} and kept the changes "
-                                           "made to it since install")
+                                           "made to it since install"), False
 
 
 @dataclass(frozen=True, slots=True)

@@ -109,10 +109,11 @@ def runtime_dir() -> str | None:
     path = env.get(ENV_RUNTIME_DIR) or (env["XDG_RUNTIME_DIR"] + "/panewatch" if env.get("XDG_RUNTIME_DIR")
                                         else f"/tmp/panewatch-{os.getuid()}")
     try:
-        st = os.stat(path)
+        st = os.lstat(path)  # the name itself: a link planted in /tmp is no directory of ours
     except OSError:
         return None
-    return path if st.st_uid == os.getuid() and not st.st_mode & 0o077 else None
+    is_dir = st.st_mode & 0o170000 == 0o040000  # S_ISDIR, without importing `stat` into every hook
+    return path if is_dir and st.st_uid == os.getuid() and not st.st_mode & 0o077 else None
 
 
 def tmux_socket_name(tmux_socket: str) -> str:

@@ -6,7 +6,9 @@ Each follows the XDG base directories, and a PANEWATCH_*_DIR variable overrides 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 from pathlib import Path
 
 
@@ -46,20 +48,32 @@ def state_dir() -> Path:
     return Path(base) / "panewatch"
 
 
+TMP = Path("/tmp")  # where the runtime dir goes without XDG_RUNTIME_DIR: shared, anyone may plant a name there
+
+
 def runtime_dir() -> Path:
-    """A private (0700) directory for sockets and secrets, created on first use."""
+    """A private (0700) directory for sockets and secrets, created on first use.
+
+    In /tmp anyone can create `panewatch-UID` first. A directory of another user's is refused, and so
+    is a symbolic link, whoever made it: followed, it gave the link's target (the victim's home) to
+    the chmod below (755 → 700) and our sockets. The check is on the name itself (lstat), as
+    runtime/ssh.py does for its control dir; /tmp's sticky bit keeps others from swapping it after."""
     if env := os.environ.get("PANEWATCH_RUNTIME_DIR"):
         path = Path(env)
     elif xdg := os.environ.get("XDG_RUNTIME_DIR"):
         path = Path(xdg) / "panewatch"
     else:
-        path = Path("/tmp") / f"panewatch-{os.getuid()}"
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    st = path.stat()
+        path = TMP / f"panewatch-{os.getuid()}"
+    with contextlib.suppress(FileExistsError):  # a link or a file there: refused just below
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = path.lstat()
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise PermissionError(f"{path} is a symbolic link or not a directory: refusing it as panewatch's private "
+                              "runtime directory (remove it, or set XDG_RUNTIME_DIR)")
     if st.st_uid != os.getuid():
         raise PermissionError(f"{path} belongs to another user")
     if st.st_mode & 0o077:
-        path.chmod(0o700)
+        path.chmod(0o700)  # the name is our directory, not a link: nothing else is changed
     return path
 
 

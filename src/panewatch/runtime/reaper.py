@@ -1,9 +1,11 @@
-"""Ending a pane's processes: the bounded HUP → TERM → KILL steps, and the daemon's watchdog process.
+"""Ending a pane's processes: the bounded HUP → TERM → KILL steps, and the watchdog process.
 
 `end_groups` is how every pane ends (PtySession.close/aclose follow the same KILL_STEPS). `watchdog()`
-is the process `board/watchdog.py` starts beside the daemon: it reads the daemon's pipe until EOF,
-then ends the sessions the daemon recorded (see that module for why and the protocol). It runs for
-the daemon's whole life, so this module stays light: no asyncio, no screen engine, only psutil.
+is the process `board/watchdog.py` starts beside the daemon and beside each `panewatch run`: it reads
+its owner's pipe until EOF, then puts back the terminal's modes it was given (`run`'s outer terminal,
+left raw by a `kill -9`) and ends the sessions its owner recorded (see that module for why and the
+protocol). It runs for its owner's whole life, so this module stays light: no asyncio, no screen
+engine, only psutil and termios.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ import contextlib
 import os
 import signal
 import sys
+import termios
 import time
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import psutil
 
@@ -97,17 +101,49 @@ def _session_of(pid: int) -> int | None:
     return None
 
 
+TerminalModes = list[Any]  # termios.tcgetattr's list: iflag, oflag, cflag, lflag, ispeed, ospeed, cc
+
+
+def terminal_line(fd: int, modes: TerminalModes) -> str:
+    """`=FD IFLAG OFLAG CFLAG LFLAG ISPEED OSPEED CC,CC,…`: on EOF, put `modes` back on the terminal open
+    as FD in the watchdog (inherited). Every cc entry as its number (tcsetattr takes either form)."""
+    cc = ",".join(str(c if isinstance(c, int) else c[0] if c else 0) for c in modes[6])
+    return f"={fd} {' '.join(str(int(v)) for v in modes[:6])} {cc}"
+
+
+def parse_terminal_line(line: bytes) -> tuple[int, TerminalModes] | None:
+    """The (fd, modes) of a `terminal_line`; None for `=-` (forget the terminal: its owner restored it)."""
+    fields = line[1:].split()
+    if fields == [b"-"]:
+        return None
+    return int(fields[0]), [*(int(v) for v in fields[1:7]), [int(c) for c in fields[7].split(b",")]]
+
+
+def restore_terminal(fd: int, modes: TerminalModes) -> bool:
+    try:
+        termios.tcsetattr(fd, termios.TCSANOW, modes)
+        return True
+    except (termios.error, OSError, ValueError, TypeError):  # hung up, closed, or modes it refuses
+        return False
+
+
 def watchdog() -> int:
-    """The watchdog process: `+SID CTIME` / `-SID` lines on stdin until EOF, then end what is left."""
+    """The watchdog process: `+SID CTIME` / `-SID` / `=FD MODES` / `=-` lines on stdin until EOF, then
+    the terminal's modes put back (first: its user waits at a shell prompt) and what is left ended."""
     sessions: dict[int, float] = {}
-    for line in sys.stdin.buffer:  # until EOF: the daemon closed the pipe, or died however it died
+    terminal: tuple[int, TerminalModes] | None = None
+    for line in sys.stdin.buffer:  # until EOF: the owner closed the pipe, or died however it died
         fields = line[1:].split()
         with contextlib.suppress(ValueError, IndexError):
             if line.startswith(b"+"):
                 sessions[int(fields[0])] = float(fields[1])
             elif line.startswith(b"-"):
                 sessions.pop(int(fields[0]), None)
+            elif line.startswith(b"="):
+                terminal = parse_terminal_line(line)
+    restored = terminal is not None and restore_terminal(*terminal)
     ended = end_sessions(sessions)
-    if ended:
-        print(f"panewatch watchdog: the daemon is gone; ended {ended} of its pane sessions", file=sys.stderr)
+    if ended or restored:
+        print(f"panewatch watchdog: its owner is gone; ended {ended} of its pane sessions"
+              + ("; the terminal's modes put back" if restored else ""), file=sys.stderr)
     return 0

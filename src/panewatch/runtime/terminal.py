@@ -50,6 +50,11 @@ class OuterTerminal:
             with contextlib.suppress(termios.error, OSError):  # a hung-up terminal has no modes left
                 termios.tcsetattr(self.in_fd, termios.TCSANOW, self.saved)
 
+    def for_watchdog(self) -> tuple[int, list[Any]] | None:
+        """(our terminal's descriptor, the modes it had before us): what the watchdog puts back if this
+        process dies without restoring them (`kill -9`); None without a terminal."""
+        return (self.in_fd, self.saved) if self.saved is not None else None
+
     def child_modes(self) -> list[Any] | None:
         """Terminal modes for CMD's pty: ours when we have a terminal (erase key, iutf8 …). Without a
         terminal nobody types and nobody watches: no echo, and `\n` stays `\n` in a pipe or file, so

@@ -425,7 +425,9 @@ function localDay(date) {
 
 function scheduleStats() {
   clearTimeout(statsTimer);
-  statsTimer = setTimeout(refreshStats, 1000);  // one question per burst of changes
+  // One question per burst of changes; and once more a little later: a write the database refuses
+  // (another process holding its lock) turns recording off only after the writer gave up waiting.
+  statsTimer = setTimeout(() => refreshStats().then(() => { statsTimer = setTimeout(refreshStats, 4000); }), 1000);
 }
 
 function refreshStats() {
@@ -465,6 +467,15 @@ function renderStats(summary) {
     el("span", { class: "waits-idle", text: `idle ${duration(today.idle.seconds)}`,
       title: `${today.idle.count} turns ended before the next prompt` }),
     chart);
+  const off = summary.recording_off;
+  if (summary.recording === false && off) {
+    // The daemon cannot write the waits (locked, full, read-only, another daemon records): say so, and since when.
+    const since = new Date(off.since * 1000);
+    const at = localDay(since) === localDay(new Date()) ? since.toLocaleTimeString() : since.toLocaleString();
+    node.append(el("span", { class: "waits-off", role: "status", text: `not recording since ${at}`,
+      title: `${off.why}` + (off.pending ? ` · ${off.pending} waits kept, written when it works again` : "")
+        + (off.dropped ? ` · ${off.dropped} not recorded` : "") }));
+  }
   node.hidden = false;
 }
 
