@@ -109,9 +109,9 @@ def test_cards_appear_and_change_state_live(page: Any, serve: ServeProcess, tmp_
     assert page.inner_text(f"{card_sel(idle)} .decided") == "rule shortcuts-footer"
     assert page.title() == "panewatch board"
 
-    cli("send", busy, "w", "--no-enter", check=True)
+    cli("send", "--no-enter", busy, "w", check=True)
     page.wait_for_selector(f"{card_sel(busy)}[data-state=working]", timeout=MS)
-    cli("send", busy, "b", "--no-enter", check=True)
+    cli("send", "--no-enter", busy, "b", check=True)
     blocked = page.wait_for_selector(f"{card_sel(busy)}[data-state=blocked]", timeout=MS)
     assert blocked.inner_text().startswith("BLOCKED")
     assert page.inner_text(f"{card_sel(busy)} .question") == "Do you want to proceed?"
@@ -135,7 +135,7 @@ def test_cards_appear_and_change_state_live(page: Any, serve: ServeProcess, tmp_
 def test_answer_needs_confirmation_and_the_fingerprint_seen(page: Any, serve: ServeProcess, tmp_path: Path) -> None:
     log = tmp_path / "agent.log"
     pane = new_agent(log)
-    cli("send", pane, "b", "--no-enter", check=True)
+    cli("send", "--no-enter", pane, "b", check=True)
     first = wait_state(pane, "blocked")["prompt"]["fingerprint"]
     sel = card_sel(pane)
     page.wait_for_selector(f"{sel} .prompt[data-fingerprint='{first}']", timeout=MS)
@@ -184,7 +184,7 @@ def test_live_terminal_view_types_only_when_not_blocked(page: Any, serve: ServeP
     wait_for(lambda: "typed hello from the view" in lines(log), "keys from the view reached the pane")
     until_js(page, "document.querySelector('#term .xterm-rows').textContent.includes('esc to interrupt')")
 
-    cli("send", pane, "b", "--no-enter", check=True)
+    cli("send", "--no-enter", pane, "b", check=True)
     page.wait_for_selector("#view-note[data-state=blocked]", timeout=MS)
     until_js(page, "document.querySelector('#term .xterm-rows').textContent.includes('Do you want to proceed?')")
     page.click("#term")
@@ -291,7 +291,7 @@ def test_keyboard_moves_between_cards_and_answers_after_a_confirmation(page: Any
                                                                        tmp_path: Path) -> None:
     log = tmp_path / "agent.log"
     idle, blocked = new_agent(tmp_path / "a.log", "alpha"), new_agent(log, "beta")
-    cli("send", blocked, "b", "--no-enter", check=True)
+    cli("send", "--no-enter", blocked, "b", check=True)
     page.wait_for_selector(f"{card_sel(blocked)}[data-state=blocked] .option[data-option='3']", timeout=MS)
     page.wait_for_selector(f"{card_sel(idle)}[data-state=idle]", timeout=MS)
 
@@ -372,7 +372,7 @@ def test_a_board_link_for_a_pane_opens_the_board_at_that_pane(browser: Any, serv
 
 def test_this_state_is_wrong_saves_a_case_after_confirmation(page: Any, serve: ServeProcess, tmp_path: Path) -> None:
     pane = new_agent(tmp_path / "agent.log")
-    cli("send", pane, "b", "--no-enter", check=True)
+    cli("send", "--no-enter", pane, "b", check=True)
     sel = card_sel(pane)
     page.wait_for_selector(f"{sel}[data-state=blocked]", timeout=MS)
     corpus = tmp_path / "data" / "corpus"
@@ -404,7 +404,7 @@ def test_the_header_shows_the_minutes_lost_today_and_a_bar_per_day(page: Any, se
     assert page.inner_text("#waits .waits-blocked") == "blocked 0s"
     bars = page.eval_on_selector_all("#waits .waits-chart g.bar", "els => els.map(e => e.dataset.day)")
     assert len(bars) == 7 and bars == sorted(bars)
-    cli("send", pane, "b", "--no-enter", check=True)
+    cli("send", "--no-enter", pane, "b", check=True)
     blocked = wait_state(pane, "blocked")
     shown = blocked["since"]
     wait_for(lambda: time.time() - shown >= 2.0, "the user takes a while", timeout=10)

@@ -167,7 +167,7 @@ def test_a_flood_in_one_pane_does_not_hold_up_another(tmux: Tmux) -> None:
 
 
 def test_guarded_send_goes_through_send_keys_and_is_refused_while_blocked_or_in_copy_mode(tmux: Tmux) -> None:
-    tmux("new-session", "-d", "-s", "a", "-x", "100", "-y", "20", "cat")
+    tmux("new-session", "-d", "-s", "a", "-x", "100", "-y", "20", agent_cmd("compose"))
     tmux("new-window", "-d", "-t", "a", SHOW_DIALOG)
     echo, dialog = pane_id(tmux, "a:0"), pane_id(tmux, "a:1")
 

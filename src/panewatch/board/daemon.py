@@ -104,7 +104,8 @@ class Daemon:
         self.host, self.port, self.idle_exit, self.login_ttl = host, port, idle_exit, login_ttl
         self.gate = ConnectionGate((limits or Limits()).fit())  # held well below our descriptor limit
         self.pid = os.getpid()
-        self.hub = Hub(PaneIds())  # card ids that outlive the daemon (board/ids.py)
+        settings = load_settings()
+        self.hub = Hub(PaneIds(), exited_ttl=settings.board.exited_ttl)  # ids that outlive the daemon (board/ids.py)
         # Minutes lost waiting: the daemon is the one writer of the waits database (runtime/waitstore.py).
         self.waits = BoardWaits()
         self.hub.listeners.add(self.waits.on_card)
@@ -112,7 +113,6 @@ class Daemon:
         self.clients = 0  # open board tabs
         self.websockets: set[web.WebSocketResponse] = set()
         self.connections: set[_Conn] = set()
-        settings = load_settings()
         self.notify_cooldown = settings.notify.cooldown
         self._settings = settings
         self.notices: Notices | None = None  # THE notification path, for every pane (board/notices.py); at start
@@ -314,7 +314,8 @@ class Daemon:
             self.notices.reload(settings)
             self._say_backends()
         self.notify_cooldown = settings.notify.cooldown
-        later = [name for name, a, b in (("[board] port", old.board, settings.board),
+        self.hub.exited_ttl = settings.board.exited_ttl
+        later = [name for name, a, b in (("[board] port", old.board.port, settings.board.port),
                                           ("[tmux]", old.tmux, settings.tmux), ("[[remote]]", old.remotes,
                                                                                settings.remotes)) if a != b]
         if later:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import Counter
 from collections.abc import Callable
 
@@ -62,6 +63,8 @@ class Notices:
             return
         state, old = str(card.get("state")), self._states.get(pane_id)
         self._states[pane_id] = state
+        if old is None and _registered_just_now(card):
+            old = "idle"  # a `run` that got blocked while registering: it left this notification to us
         if old is None or old == state or not stands_for_agent(card) or not self.notifier.wants(old, state):
             return
         task = asyncio.get_running_loop().create_task(self._fire(pane_id, card, old, state))
@@ -82,7 +85,9 @@ class Notices:
                     return handle.ring(title, body)  # its own terminal, through its link
                 return self.views.tell(card, clients, clean(f"{title}: {body}", 200))
 
-            fired = self.notifier.on_change(where(card), str(card.get("agent") or ""), old, state, message(card),
+            host = self.views.host_of(card) if not card.get("target") else None
+            name = host.pane.info.target if host is not None else where(card)
+            fired = self.notifier.on_change(name, str(card.get("agent") or ""), old, state, message(card),
                                             board_pane=pane_id, ring=ring)
             if fired:
                 self.sent[state] += 1
@@ -94,6 +99,14 @@ class Notices:
         for task in list(self._tasks):
             task.cancel()
         self.notifier.close()
+
+
+FRESH = 5.0  # seconds: a `run` card that registers in a state begun this recently is news (cli/run.py waits)
+
+
+def _registered_just_now(card: Card) -> bool:
+    since = card.get("since")
+    return card.get("origin") == "run" and isinstance(since, int | float) and 0 <= time.time() - since < FRESH
 
 
 def where(card: Card) -> str:

@@ -24,7 +24,7 @@ log = logging.getLogger("panewatch.board")
 # Seconds the daemon waits for a `run` pane's send or answer: the guard's own bounds (its turn, the agent's paste
 # window, the turn starting or the dialog leaving: runtime/guard.py) fit in it, the CLI's 30 s wait holds it.
 INPUT_TIMEOUT = 20.0
-EXITED_TTL = 600.0  # seconds an exited pane's card stays on the board unless dismissed
+EXITED_TTL = 600.0  # seconds the card of a pane that is gone stays on the board unless dismissed ([board] exited_ttl)
 
 Viewer = Callable[[bytes, bool], None]  # (data, is_repaint)
 Listener = Callable[[str, Card | None], None]  # (pane id, card or None when removed)
@@ -46,7 +46,8 @@ class PaneHandle(Protocol):
 class Hub:
     """All panes by id, their latest cards, and listeners for every card change."""
 
-    def __init__(self, ids: PaneIds | None = None) -> None:
+    def __init__(self, ids: PaneIds | None = None, exited_ttl: float = EXITED_TTL) -> None:
+        self.exited_ttl = exited_ttl  # 0: a gone pane's card stays until dismissed
         self.panes: dict[str, PaneHandle] = {}
         self.listeners: set[Listener] = set()
         self.ids = ids  # ids that outlive the daemon (board/ids.py); None: counted from 1 for this hub's life
@@ -72,7 +73,8 @@ class Hub:
         if handle is None:
             return
         self.last_activity = time.monotonic()
-        self._expire_later(pane_id, handle.card.get("state") == "exited")
+        # Only a pane that is gone expires: a tmux pane whose agent exited lives on (a shell), and its card with it.
+        self._expire_later(pane_id, handle.card.get("state") == "exited" and getattr(handle, "ended", True))
         for listener in list(self.listeners):
             try:
                 listener(pane_id, handle.card)
@@ -83,9 +85,9 @@ class Hub:
         timer = self._expiry.pop(pane_id, None)
         if timer is not None:
             timer.cancel()
-        if exited:
+        if exited and self.exited_ttl > 0:
             loop = asyncio.get_running_loop()
-            self._expiry[pane_id] = loop.call_later(EXITED_TTL, lambda: loop.create_task(self.remove(pane_id)))
+            self._expiry[pane_id] = loop.call_later(self.exited_ttl, lambda: loop.create_task(self.remove(pane_id)))
 
     async def remove(self, pane_id: str) -> None:
         handle = self.panes.pop(pane_id, None)
@@ -154,6 +156,10 @@ class LocalPane(EndpointInput):
         self.hub.changed(self.id)
 
 
+    @property
+    def ended(self) -> bool:
+        return self.pane.exited
+
     async def resize(self, cols: int, rows: int) -> None:
         self.endpoint.resize(cols, rows)
 
@@ -221,6 +227,10 @@ class RemotePane:
         if self.peer.closed:
             raise RemoteError("exited", f"pane {self.id}'s `panewatch run` is gone")
         return await self.peer.request(op, timeout=timeout, **params)
+
+    @property
+    def ended(self) -> bool:
+        return self.peer.closed or self.card.get("state") == "exited"
 
     def ring(self, title: str, body: str) -> bool:
         """The notification's terminal backend in the `run`'s own terminal (its link writes it there)."""

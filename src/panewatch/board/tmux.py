@@ -111,6 +111,11 @@ class TmuxHandle(EndpointInput):
     def refresh(self) -> None:
         self._on_card(self.endpoint.card())
 
+    @property
+    def ended(self) -> bool:
+        """The tmux pane itself is gone (closed, its server exited); an exited agent leaves a live pane."""
+        return self.pane.exited
+
     def set_view(self, view_of: str | None, shows: str | None) -> None:
         """What this pane shows, if it is a view (board/views.py names it)."""
         if (view_of, shows) != (self.view_of, self.shows):

@@ -113,6 +113,12 @@ class Views:
         for run in runs:
             run.set_host(_place(hosted.get(run.id)))
 
+    def host_of(self, card: Card) -> TmuxHandle | None:
+        """The tmux pane hosting a `run`'s card, found now (the next pass links it; a notification cannot wait)."""
+        if card.get("origin") != "run":
+            return None
+        return next((h for h in self.tmux.handles.values() if _hosts(h, card)), None)
+
     def _shown_by_client(self, handle: TmuxHandle, clients: Clients) -> TmuxHandle | None:
         fg = handle.pane.foreground
         pid = fg.pid if fg is not None else None
@@ -142,7 +148,8 @@ class Views:
         for (server, tmux_pane), handle in self.tmux.handles.items():
             if tmux_pane == pane_id and (handle.id == card.get("id") or handle.view_of == card.get("id")):
                 return server, tmux_pane
-        return None
+        host = self.host_of(card)
+        return (host.server, host.pane.pane_id) if host is not None else None
 
     def _seen(self, server: TmuxServer, pane_id: str, clients: Clients, depth: int) -> bool:
         for client in clients.get(server, []):

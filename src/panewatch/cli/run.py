@@ -247,6 +247,9 @@ class _Runner:
             await watchdog.close()
 
 
+REGISTER_WAIT = 2.0  # seconds a change waits for the board link to register before `run` notifies it itself
+
+
 def _notifier(pane: LivePane, gate: OutputGate, errors: list[str],
               link: Callable[[], BoardLink | None]) -> tuple[Notifier, Callable[[StateChange], None]]:
     """Notifications for this pane while no daemon takes them (one connected notifies for every pane: once per
@@ -258,12 +261,21 @@ def _notifier(pane: LivePane, gate: OutputGate, errors: list[str],
     writer = gate.own if isatty(gate.fd) else None
     notifier = Notifier(settings, asyncio.get_running_loop().time, terminal_writer=writer, open_board=open_board_at)
 
-    def on_change(change: StateChange) -> None:
+    def notify(change: StateChange) -> None:
         board = link()
         if board is not None and board.connected and board.board_id is not None:
-            return  # registered with the daemon: it notifies
+            return  # registered with the daemon: it notifies (a card that registers blocked too: board/notices.py)
         notifier.on_state_change(change, prompt_text=lambda: parse_prompt(pane.snapshot(), pane.verdict).text(),
                                  board_pane=board.board_id if board is not None else None)
+
+    def on_change(change: StateChange) -> None:
+        board = link()
+        if board is not None and board.enabled and board.board_id is None:
+            # Not registered yet: the daemon will hear of this state with the card; if no daemon takes the pane
+            # by REGISTER_WAIT, this process notifies itself.
+            asyncio.get_running_loop().call_later(REGISTER_WAIT, notify, change)
+            return
+        notify(change)
 
     return notifier, on_change
 

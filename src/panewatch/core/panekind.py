@@ -28,12 +28,22 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from panewatch.core.identity import base_name, candidate_names, is_interpreter, script_of
 
-if TYPE_CHECKING:
-    from panewatch.core.machine import Foreground
+
+class Foreground(Protocol):
+    """What this module reads of a described foreground group (core/machine.py `Foreground`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def cmdline(self) -> tuple[str, ...]: ...
+    @property
+    def is_shell(self) -> bool: ...
+    @property
+    def agent_id(self) -> str | None: ...
 
 Kind = Literal["agent", "view", "other", "unknown"]
 # A pane of these kinds holds no agent: nothing on its screen is judged by an agent's rules.
