@@ -55,6 +55,8 @@ def test_the_users_tmux_panes_are_cards_with_guarded_input(tmux: Tmux, serve: Se
 
     asyncio.run(client.call("goto", pane=free["id"]))
     assert tmux("display-message", "-p", "-t", "work", "#{window_index}") == "1"
+    mine = cli("kill", free["id"])  # the user's own tmux pane: panewatch does not close it
+    assert mine.returncode == 1 and "close it in tmux" in mine.stderr and "panewatch run" not in mine.stderr
     tmux("kill-window", "-t", "work:1")
     wait_for(lambda: next((c for c in tmux_cards() if c["id"] == free["id"] and c["state"] == "exited"), None),
              "the killed pane's card exited", 10)
@@ -80,6 +82,11 @@ def test_new_runs_in_tmux_and_survives_the_daemon(tmp_path: Path, monkeypatch: p
         again = wait_for(lambda: next((c for c in tmux_cards() if c["name"] == "survivor"), None),
                          "a restarted daemon lists it", 30)  # `ls` restarts the daemon for it
         assert again["state"] in ("idle", "working")
+        assert again["id"] == pane_id  # the same card id across the restart (board/ids.py)
+        cli("kill", again["id"], check=True)  # a pane `new` started: kill ends it
+        wait_for(lambda: "sleep" not in subprocess.run(["tmux", *server.args(), "list-panes", "-a", "-F",
+                                                        "#{pane_current_command}"], capture_output=True, text=True,
+                                                       timeout=20).stdout, "the pane ended", 10)
     finally:
         cli("serve", "--stop")
         subprocess.run(["tmux", *server.args(), "kill-server"], capture_output=True, timeout=20)

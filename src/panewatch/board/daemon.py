@@ -488,6 +488,15 @@ class Daemon:
 
     async def dismiss(self, pane_id: str, *, kill: bool = False) -> None:
         handle = self.hub.get(pane_id)
+        if isinstance(handle, TmuxHandle) and not handle.ended:
+            if not kill:
+                raise RemoteError("running", f"pane {pane_id} is a live tmux pane ({handle.card.get('target')}): its "
+                                             "card goes when the pane does")
+            if not handle.started_by_new():
+                raise RemoteError("not_owned", f"pane {pane_id} is your tmux pane {handle.card.get('target')}: close "
+                                               "it in tmux (panewatch only ends the panes `panewatch new` started)")
+            await handle.kill()
+            return
         if handle.card.get("state") != "exited":
             if not kill:
                 raise RemoteError("running", f"pane {pane_id} is still running")

@@ -31,8 +31,9 @@ Card = dict[str, Any]
 
 def stands_for_agent(card: Card) -> bool:
     """A card that is an agent's (or a pane we cannot read: its screen may be one): counted, notified, answered
-    and put in stats. A view or another program is none of these (core/panekind.py)."""
-    return card.get("kind") not in NOT_AGENT
+    and put in stats. A view or another program is none of these (core/panekind.py), nor is `demo --board`'s
+    fake agent (it notifies in the demo's own view, and its waits are no one's)."""
+    return card.get("kind") not in NOT_AGENT and not card.get("demo")
 
 def prompt_json(prompt: Prompt | None) -> dict[str, Any] | None:
     if prompt is None:

@@ -116,6 +116,16 @@ class TmuxHandle(EndpointInput):
         """The tmux pane itself is gone (closed, its server exited); an exited agent leaves a live pane."""
         return self.pane.exited
 
+    def started_by_new(self) -> bool:
+        """A pane `panewatch new` started (the dedicated session on the default server): `kill` may end it."""
+        return self.pane.info.session_name == DEDICATED_SESSION and self.server == dedicated_server()
+
+    async def kill(self) -> None:
+        try:
+            await self.server.run("kill-pane", "-t", self.pane.pane_id)
+        except TmuxError as exc:
+            raise RemoteError("tmux", str(exc)) from None
+
     def set_view(self, view_of: str | None, shows: str | None) -> None:
         """What this pane shows, if it is a view (board/views.py names it)."""
         if (view_of, shows) != (self.view_of, self.shows):
