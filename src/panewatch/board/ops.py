@@ -10,6 +10,9 @@ websocket (wsession.py), each parameter validated once, here.
     list      —                                            {cards, hosts, notes}: hosts = each [[remote]]
                                                            host's link {link, error, away, since}; notes =
                                                            what is not watched, and why
+    status    —                                            {notes, hosts, notify}: what is not watched,  ✓
+                                                           hosts' links, notification backends (the
+                                                           board's banner)
     new       {argv, name?, cwd?, env?, cols?, rows?, agent?}  {card}
     prompt    {pane}                                       {card} (its prompt, if blocked)
     send      {pane, text, enter?}                         {submitted, state, elapsed, how}: typed, and  ✓
@@ -165,6 +168,10 @@ async def _login(board: Board, msg: Message) -> Result:
     return board.login(launcher=launcher, pane=pane)
 
 
+async def _status(board: Board, msg: Message) -> Result:
+    return {"notes": board.notes(), "hosts": board.hosts(), "notify": board.info().get("notify", [])}
+
+
 async def _list(board: Board, msg: Message) -> Result:
     return {"cards": board.hub.cards(), "hosts": board.hosts(), "notes": board.notes()}
 
@@ -265,6 +272,7 @@ OPS: dict[str, Op] = {
     "info": Op(_info),
     "login": Op(_login),
     "list": Op(_list),
+    "status": Op(_status, web=True),
     "new": Op(_new),
     "prompt": Op(_prompt),
     "send": Op(_send, web=True),
