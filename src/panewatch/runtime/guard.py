@@ -194,6 +194,9 @@ class InputGuard:
                 self._type(data)
             if not enter:
                 return SendResult(None, before.state, 0.0)
+            if not data:  # Enter alone (text typed before, a pasted newline to submit): nothing to tell it by
+                self.pane.write(b"\r")
+                return SendResult(None, before.state, 0.0, "Enter pressed")
             if data:
                 # The Enter as a key of its own: after the agent's paste window, once the echo has settled.
                 await self._settle(self.pane.clock() + self._submit_gap(), self.pane.clock() + BUSY_TIMEOUT)
