@@ -173,13 +173,14 @@ def setup(root: Path, n: int, time_scale: float, seed: int) -> Day:
                 day.sshd.tmux("new-session", "-d", "-s", "remote", "-x", "120", "-y", "32", fake(k))
             else:
                 day.sshd.tmux("new-window", "-d", "-t", "remote:", fake(k))
-            pane = day.sshd.tmux("display-message", "-p", "-t", "remote:$", "#{pane_id}")
+            pane = day.sshd.tmux("display-message", "-p", "-t", "remote:$", "#{pane_id}").strip()
             day.panes.append(Pane(role, f"remote {k}", pane, truth))
             continue
         command = {"run": f"{shlex.quote(sys.executable)} -m panewatch run -- {fake(k)}",
                    "pager": f"less {shlex.quote(str(root / 'dialog.txt'))}",
                    "view": "env -u TMUX tmux -L day attach -t agents",
-                   "sshview": f"ssh -t {day.sshd.alias if day.sshd else 'devbox'} tmux attach -t remote",
+                   "sshview": f"ssh -F {shlex.quote(str(home / '.ssh' / 'config'))} -t "
+                              f"{day.sshd.alias if day.sshd else 'devbox'} tmux attach -t remote",
                    "shell": "bash --norc --noprofile"}[role]
         if first and role == "shell":
             pane, first = _tmux(day, "display-message", "-p", "-t", "work:w0", "#{pane_id}"), False
@@ -360,7 +361,7 @@ def score(day: Day, started: float, ended: float) -> dict[str, Any]:
     expected: list[tuple[str, float, float]] = []
     missed = 0
     for name, entries in truth.items():
-        for begin, end in _episodes(entries, started, ended):
+        for begin, end in _episodes(entries, started, ended - TOLERANCE):
             expected.append((name, begin, end))
             seen = blocked_cards.get(name, [])
             if not any(begin - TOLERANCE <= t <= end + TOLERANCE for t in seen) and end - begin > OBSERVE * 2:
@@ -377,15 +378,17 @@ def score(day: Day, started: float, ended: float) -> dict[str, Any]:
                         refs.setdefault(str(ref), owner)
     latencies, stray = [], 0
     told: set[tuple[str, float]] = set()
-    for call in (c for c in calls if c.get("state") == "blocked" and started <= float(c["t"]) <= ended + 5):
-        named = refs.get(str(call.get("pane")))
-        episode = next((e for e in sorted(expected, key=lambda e: -e[1]) if named is not None and e[0] == named.name
-                        and e[1] - TOLERANCE <= float(call["t"])), None)
+    for call in (c for c in calls if c.get("state") == "blocked" and started <= float(c["t"])):
+        at, named = float(call["t"]), refs.get(str(call.get("pane")))
+        # the episode this call is about: the agent's, begun before it (a hook may lead a little), not yet over
+        episode = next((e for e in expected if named is not None and e[0] == named.name
+                        and e[1] - TOLERANCE <= at <= e[2] + TOLERANCE), None)
         if episode is None:
-            stray += 1
+            if at <= ended - TOLERANCE:  # (a call after the scored window is about a dialog not counted)
+                stray += 1
             continue
         told.add((episode[0], episode[1]))
-        latencies.append(float(call["t"]) - episode[1])
+        latencies.append(at - episode[1])
     return {
         "false": false_episodes, "false_seconds": round(false_seconds, 1), "missed": missed, "duplicates": dup_episodes,
         "dialogs": len(expected), "notified": len(told), "stray_notifications": stray,
@@ -431,8 +434,13 @@ def run(panes: int = 20, minutes: float = 10.0, seed: int = 7, time_scale: float
     day = setup(root, max(10, panes), time_scale, seed)
     try:
         started = asyncio.run(live(day, minutes, seed))
-        ended = time.time()
+        ended = day.observed[-1][0] if day.observed else time.time()  # scored while the cards were read
         result = score(day, started, ended)
+        if keep:  # what was seen, for a look afterwards
+            with (root / "observed.jsonl").open("w") as fh:
+                for t, cards in day.observed:
+                    fh.write(json.dumps({"t": t, "cards": cards}) + "\n")
+            (root / "panes.json").write_text(json.dumps([p.__dict__ | {"truth": str(p.truth)} for p in day.panes]))
     finally:
         subprocess.run(["tmux", "-L", "day", "kill-server"], env=day.env, capture_output=True, timeout=20)
         if day.sshd is not None:
