@@ -4,6 +4,8 @@ Phases: working (`esc to interrupt`) → key → permission dialog below a rule 
 dialog still drawn) → idle (`? for shortcuts`) → key → exit 0. `--inline` stays on the main screen.
 """
 
+from pathlib import Path
+
 FAKE = r'''
 import os, sys, termios, tty
 inline = "--inline" in sys.argv
@@ -37,3 +39,12 @@ if not inline:
 sys.stdout.flush()
 '''
 
+
+
+def write_fake(folder: Path) -> Path:
+    """The fake as `FOLDER/claude-code/cli.js`: panewatch names its process Claude Code, as it would the real
+    CLI's (core/identity.py), so its pane is an agent's (a `fake_claude.py` would be "another program")."""
+    script = folder / "claude-code" / "cli.js"
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(FAKE, encoding="utf-8")
+    return script

@@ -22,9 +22,11 @@ from typing import Any
 import pytest
 from playwright import sync_api
 
-from boardutil import ServeProcess, cli, lock_the_database, new_agent, wait_for, wait_state
+from boardutil import ServeProcess, cli, lock_the_database, new_agent, start_serve, wait_for, wait_state
 from components import chromium_path
 from panewatch.runtime.waitstore import store_path
+from tmuxutil import DIALOG, Tmux, agent_cmd
+from tmuxutil import tmux as tmux
 
 CHROMIUM = chromium_path()
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -109,9 +111,9 @@ def test_cards_appear_and_change_state_live(page: Any, serve: ServeProcess, tmp_
     assert page.inner_text(f"{card_sel(idle)} .decided") == "rule shortcuts-footer"
     assert page.title() == "panewatch board"
 
-    cli("send", busy, "w", check=True)
+    cli("send", "--no-enter", busy, "w", check=True)
     page.wait_for_selector(f"{card_sel(busy)}[data-state=working]", timeout=MS)
-    cli("send", busy, "b", check=True)
+    cli("send", "--no-enter", busy, "b", check=True)
     blocked = page.wait_for_selector(f"{card_sel(busy)}[data-state=blocked]", timeout=MS)
     assert blocked.inner_text().startswith("BLOCKED")
     assert page.inner_text(f"{card_sel(busy)} .question") == "Do you want to proceed?"
@@ -135,7 +137,7 @@ def test_cards_appear_and_change_state_live(page: Any, serve: ServeProcess, tmp_
 def test_answer_needs_confirmation_and_the_fingerprint_seen(page: Any, serve: ServeProcess, tmp_path: Path) -> None:
     log = tmp_path / "agent.log"
     pane = new_agent(log)
-    cli("send", pane, "b", check=True)
+    cli("send", "--no-enter", pane, "b", check=True)
     first = wait_state(pane, "blocked")["prompt"]["fingerprint"]
     sel = card_sel(pane)
     page.wait_for_selector(f"{sel} .prompt[data-fingerprint='{first}']", timeout=MS)
@@ -168,7 +170,7 @@ def test_answer_needs_confirmation_and_the_fingerprint_seen(page: Any, serve: Se
     assert lines(log) == ["answered 3 curl -s https://example.invalid/install.sh | sh"]
     # The message comes with the answer's reply, which may land after the card's push to idle.
     page.wait_for_selector(f"{sel} .message-ok", timeout=MS)
-    assert "Answered 3. No." in page.inner_text(f"{sel} .message")
+    assert "Answered 3. No. Applied: the agent is idle." in page.inner_text(f"{sel} .message")
     until_js(page, "document.title === 'panewatch board'")
 
 
@@ -184,7 +186,7 @@ def test_live_terminal_view_types_only_when_not_blocked(page: Any, serve: ServeP
     wait_for(lambda: "typed hello from the view" in lines(log), "keys from the view reached the pane")
     until_js(page, "document.querySelector('#term .xterm-rows').textContent.includes('esc to interrupt')")
 
-    cli("send", pane, "b", check=True)
+    cli("send", "--no-enter", pane, "b", check=True)
     page.wait_for_selector("#view-note[data-state=blocked]", timeout=MS)
     until_js(page, "document.querySelector('#term .xterm-rows').textContent.includes('Do you want to proceed?')")
     page.click("#term")
@@ -291,7 +293,7 @@ def test_keyboard_moves_between_cards_and_answers_after_a_confirmation(page: Any
                                                                        tmp_path: Path) -> None:
     log = tmp_path / "agent.log"
     idle, blocked = new_agent(tmp_path / "a.log", "alpha"), new_agent(log, "beta")
-    cli("send", blocked, "b", check=True)
+    cli("send", "--no-enter", blocked, "b", check=True)
     page.wait_for_selector(f"{card_sel(blocked)}[data-state=blocked] .option[data-option='3']", timeout=MS)
     page.wait_for_selector(f"{card_sel(idle)}[data-state=idle]", timeout=MS)
 
@@ -372,7 +374,7 @@ def test_a_board_link_for_a_pane_opens_the_board_at_that_pane(browser: Any, serv
 
 def test_this_state_is_wrong_saves_a_case_after_confirmation(page: Any, serve: ServeProcess, tmp_path: Path) -> None:
     pane = new_agent(tmp_path / "agent.log")
-    cli("send", pane, "b", check=True)
+    cli("send", "--no-enter", pane, "b", check=True)
     sel = card_sel(pane)
     page.wait_for_selector(f"{sel}[data-state=blocked]", timeout=MS)
     corpus = tmp_path / "data" / "corpus"
@@ -404,7 +406,7 @@ def test_the_header_shows_the_minutes_lost_today_and_a_bar_per_day(page: Any, se
     assert page.inner_text("#waits .waits-blocked") == "blocked 0s"
     bars = page.eval_on_selector_all("#waits .waits-chart g.bar", "els => els.map(e => e.dataset.day)")
     assert len(bars) == 7 and bars == sorted(bars)
-    cli("send", pane, "b", check=True)
+    cli("send", "--no-enter", pane, "b", check=True)
     blocked = wait_state(pane, "blocked")
     shown = blocked["since"]
     wait_for(lambda: time.time() - shown >= 2.0, "the user takes a while", timeout=10)
@@ -431,7 +433,7 @@ def test_the_header_says_when_the_waits_are_not_recorded_and_since_when(page: An
     assert page.query_selector("#waits .waits-off") is None
     holder = lock_the_database()
     try:
-        cli("send", pane, "b", check=True)
+        cli("send", "--no-enter", pane, "b", check=True)
         blocked = wait_state(pane, "blocked")
         cli("answer", pane, "1", "--yes", "--fingerprint", blocked["prompt"]["fingerprint"], check=True)
         until_js(page, "!!document.querySelector('#waits .waits-off')", "the header's word on the recording")
@@ -448,7 +450,42 @@ def test_the_header_says_when_the_waits_are_not_recorded_and_since_when(page: An
     # Recording comes back (the daemon tries again every few seconds); the next change asks again.
     wait_for(lambda: json.loads(cli("stats", "--json", check=True).stdout)["recording"]["on"], "recording back",
              timeout=30)
-    cli("send", pane, "b", check=True)
+    cli("send", "--no-enter", pane, "b", check=True)
     blocked = wait_state(pane, "blocked")
     cli("answer", pane, "1", "--yes", "--fingerprint", blocked["prompt"]["fingerprint"], check=True)
     until_js(page, "!document.querySelector('#waits .waits-off')", "the header's warning gone")
+
+
+def test_views_and_programs_are_lines_an_answer_says_its_outcome_and_a_restart_keeps_the_tab(
+        page: Any, serve: ServeProcess, tmux: Tmux) -> None:
+    """One card per agent: a nested tmux view and a shell are one line each, after the agents; an answer says
+    whether it took effect; a daemon restarted on the same state dir takes the open tab back without a sign-in."""
+    tmux("new-session", "-d", "-s", "agents", "-x", "100", "-y", "30", agent_cmd("dialogs", DIALOG))
+    tmux("new-window", "-d", "-t", "agents", "bash --norc --noprofile")
+    nested = f"env -u TMUX tmux -L {tmux.name} attach -t agents"
+    tmux("new-session", "-d", "-s", "work", "-x", "100", "-y", "31", nested)
+    agent = wait_for(lambda: next((c for c in json.loads(cli("ls", "--json", check=True).stdout)["panes"]
+                                   if c.get("target") == "agents:0.0" and c["state"] == "blocked"), None),
+                     "the agent's card", 30)
+    sel = card_sel(agent["id"])
+    page.wait_for_selector(f"{sel} .prompt", timeout=MS)
+    page.wait_for_selector(f".card-line.kind-view:has-text('view of #{agent['id']}')", timeout=MS)
+    page.wait_for_selector(".card-line.kind-other:has-text('bash: no agent')", timeout=MS)
+    assert page.query_selector(".card-line .option") is None  # nothing to answer on a line
+    until_js(page, "document.querySelector('#summary').textContent === '1 blocked'", "only the agent counted")
+
+    page.click(f"{sel} .option[data-option='1']")
+    page.click(f"{sel} .confirm-yes")
+    page.wait_for_selector(f"{sel} .message-ok", timeout=MS)
+    assert "Answered 1. Yes. Applied: the agent is" in page.inner_text(f"{sel} .message")
+
+    port = serve.port
+    assert "stopped" in cli("serve", "--stop", check=True).stdout
+    page.wait_for_selector("#conn[data-conn=down]", timeout=MS)
+    again = start_serve()
+    try:
+        assert again.port == port  # the remembered port, free again at once
+        page.wait_for_selector("#conn[data-conn=live]", timeout=30_000)  # the same tab, its cookie still good
+        page.wait_for_selector(f"{sel}", timeout=30_000)  # the same card id after the restart
+    finally:
+        again.stop()

@@ -67,7 +67,7 @@ def test_send_answer_kill(serve: ServeProcess, tmp_path: Path) -> None:
     wait_for(lambda: "typed hello there" in log_lines(log), "the text reached the agent")
     wait_state(pane, "working")
 
-    cli("send", pane, "b", check=True)  # the scripted agent shows its permission dialog
+    cli("send", "--no-enter", pane, "b", check=True)  # the scripted agent shows its permission dialog
     blocked = wait_state(pane, "blocked")
     prompt = blocked["prompt"]
     assert prompt["question"] == "Do you want to proceed?"
@@ -91,7 +91,7 @@ def test_send_answer_kill(serve: ServeProcess, tmp_path: Path) -> None:
     assert not any(line.startswith("answered") for line in log_lines(log))
 
     done = cli("answer", pane, "1", "--yes", "--fingerprint", prompt["fingerprint"], check=True)
-    assert "answered 1. Yes: the prompt cleared" in done.stdout
+    assert "answered 1. Yes: applied: the agent is" in done.stdout
     assert "answered 1 rm -rf build/" in log_lines(log)
     wait_state(pane, "idle")
 
@@ -130,7 +130,7 @@ def test_answer_asks_for_confirmation_on_a_terminal(serve: ServeProcess, tmp_pat
     log = tmp_path / "agent.log"
     pane = new_agent(log)
     wait_state(pane, "idle")
-    cli("send", pane, "b", check=True)
+    cli("send", "--no-enter", pane, "b", check=True)
     wait_state(pane, "blocked")
     for reply, answered in ((b"n\r", False), (b"y\r", True)):
         proc, master = _pty_command(["answer", pane, "2"])
@@ -269,7 +269,7 @@ def test_headless_panes_notify_through_the_daemon(tmp_path: Path) -> None:
     server = start_serve()
     try:
         pane = new_agent(tmp_path / "agent.log", name="noisy")
-        cli("send", pane, "b", check=True)
+        cli("send", "--no-enter", pane, "b", check=True)
         wait_for(lambda: got.exists() and got.read_text() == "noisy blocked\n", "the command backend ran")
     finally:
         server.stop()

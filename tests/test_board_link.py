@@ -101,7 +101,7 @@ def test_run_pane_registers_is_guarded_and_reregisters(tmp_path: Path, monkeypat
             unwatch = handle.watch(lambda data, repaint: screens.append((data, repaint)))
             await until(lambda: screens and screens[0][1], "a repaint")
             assert b"Claude Code v2.1.332" in screens[0][0]
-            await handle.send("b", True)
+            await handle.send("b", False)  # a key of the scripted agent's, not a task
             card = await until(lambda: handle.card["state"] == "blocked" and handle.card, "card blocked")
             assert any(b"Do you want to proceed?" in data for data, repaint in screens if not repaint)
             unwatch()
@@ -126,7 +126,7 @@ def test_run_pane_registers_is_guarded_and_reregisters(tmp_path: Path, monkeypat
             await until(lambda: handle.card["state"] == "idle", "idle after the answer")
             first, second = await asyncio.gather(handle.send("d", False), handle.send("1", True),
                                                  return_exceptions=True)
-            assert first is None and isinstance(second, RemoteError), (first, second)
+            assert isinstance(first, dict) and isinstance(second, RemoteError), (first, second)
             assert second.kind in ("pane_blocked", "pane_busy"), second
             card = await until(lambda: handle.card["state"] == "blocked" and handle.card, "the dialog waits")
             assert lines().count("answered 1 rm -rf build/") == 1

@@ -35,7 +35,7 @@ def test_the_port_setting_and_its_bad_values() -> None:
         settings = load_settings()
         assert settings.board.port == 0, bad
         assert f"{path}: board.port: must be a TCP port" in "\n".join(settings.warnings)
-        assert f"{path}: board.colour: unknown key (known: port)" in settings.warnings
+        assert f"{path}: board.colour: unknown key (known: port, exited_ttl)" in settings.warnings
 
 
 def test_the_daemon_listens_on_the_configured_port_and_serve_port_overrides_it() -> None:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import termios
 import time
+from pathlib import Path
 
 from panewatch.core.screen import Screen
 from panewatch.runtime.fd import set_winsize
@@ -40,8 +41,10 @@ def read_until(fd: int, buf: bytearray, predicate: object, timeout: float) -> bo
 def test_demo_runs_and_ctrl_c_restores_the_terminal() -> None:
     master, slave = os.openpty()
     set_winsize(slave, 120, 40)
+    env = {**os.environ, "PANEWATCH_BOARD": "auto"}  # as a user has it: the demo still starts no daemon
     proc = subprocess.Popen([sys.executable, "-m", "panewatch", "demo", "--panes", "2", "--time-scale", "0.2"],
-                            stdin=slave, stdout=slave, stderr=slave, preexec_fn=_controlling_tty, close_fds=True)
+                            stdin=slave, stdout=slave, stderr=slave, preexec_fn=_controlling_tty, close_fds=True,
+                            env=env)
     os.close(slave)
     buf = bytearray()
     try:
@@ -66,3 +69,6 @@ def test_demo_runs_and_ctrl_c_restores_the_terminal() -> None:
     snap = screen.snapshot()
     assert not snap.alt_screen
     assert any("panewatch demo: stopped" in row for row in snap.rows)
+    # it leaves nothing behind: no daemon, no waits in the user's stats
+    assert not (Path(os.environ["PANEWATCH_RUNTIME_DIR"]) / "board.sock").exists()
+    assert not (Path(os.environ["PANEWATCH_STATE_DIR"]) / "waits.sqlite3").exists()

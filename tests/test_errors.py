@@ -11,7 +11,8 @@ import panewatch
 from panewatch.errors import PanewatchError
 
 # Control flow, not errors: a signal unwinding `run` through its `finally` blocks.
-NOT_ERRORS = {"panewatch.cli.run._Signalled"}
+# control flow, not errors: a signal unwinding `run`, a settings file changed under an edit (done again)
+NOT_ERRORS = {"panewatch.cli.run._Signalled", "panewatch.runtime.hooksinstall._Changed"}
 
 
 def exceptions() -> list[type[BaseException]]:

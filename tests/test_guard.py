@@ -115,10 +115,10 @@ def test_send_into_a_blocked_pane_is_refused_with_the_prompt() -> None:
     assert isinstance(info.value, GuardError) and isinstance(info.value, PanewatchError)
 
 
-def test_send_into_an_idle_pane_types_the_text_and_enter() -> None:
+def test_send_into_an_idle_pane_types_the_text_without_its_control_characters() -> None:
     pane = idle_pane()
-    asyncio.run(InputGuard(pane).send("hello\x1b[31m there\x07"))
-    assert pane.written == [b"hello[31m there", b"\r"]
+    asyncio.run(InputGuard(pane).send("hello\x1b[31m there\x07", enter=False))
+    assert pane.written == [b"hello[31m there"]  # the Enter and the turn it starts: tests/test_guard_race.py
 
 
 def test_answer_with_the_wrong_fingerprint_is_refused() -> None:
@@ -231,8 +231,8 @@ def test_multiline_text_goes_as_one_bracketed_paste_when_enabled() -> None:
     assert pane.written == [b"line one\nline two"]  # the pane did not enable bracketed paste
     pane.written.clear()
     pane.paste = True
-    asyncio.run(guard.send("a\nb\x1b[201~c"))
-    assert pane.written == [PASTE_START + b"a\nb[201~c" + PASTE_END, b"\r"]
+    asyncio.run(guard.send("a\nb\x1b[201~c", enter=False))
+    assert pane.written == [PASTE_START + b"a\nb[201~c" + PASTE_END]
     pane.written.clear()
-    asyncio.run(guard.send(f"x\n{PASTE_END.decode()}y"))  # even if only the ESC survived as text
+    asyncio.run(guard.send(f"x\n{PASTE_END.decode()}y", enter=False))  # even if only the ESC survived as text
     assert pane.written[0].count(PASTE_END) == 1

@@ -20,10 +20,26 @@ from panewatch.board.client import socket_path
 from panewatch.board.model import wire_error
 from panewatch.core.cast import read_cast
 from panewatch.core.combine import PaneState
+from panewatch.core.panekind import PaneKind
 from panewatch.core.screen import Snapshot
-from panewatch.errors import AgentExitedError, PaneBlockedError, PaneBusyError, PromptChangedError
+from panewatch.errors import (
+    AgentExitedError,
+    NotAnAgentError,
+    NotSubmittedError,
+    PaneBlockedError,
+    PaneBusyError,
+    PromptChangedError,
+)
 from panewatch.golden.cases import bundled_root
-from panewatch.runtime.guard import BUSY_TIMEOUT, QUIET, REACTION, InputGuard
+from panewatch.runtime.guard import (
+    ANSWER_TIMEOUT,
+    BUSY_TIMEOUT,
+    QUIET,
+    REACTION,
+    AnswerResult,
+    InputGuard,
+    SendResult,
+)
 
 T = TypeVar("T")
 
@@ -128,11 +144,102 @@ def test_a_second_send_waits_for_the_dialog_the_first_one_opens_and_is_refused()
         return await asyncio.gather(guard.send("d", enter=False), guard.send("1"), return_exceptions=True)
 
     first, second = virtual(both())
-    assert first is None and isinstance(second, PaneBlockedError), (first, second)
+    assert not isinstance(first, BaseException) and isinstance(second, PaneBlockedError), (first, second)
     assert second.prompt.question == "Do you want to proceed?"
     assert pane.typed == [b"d"]  # the "1" never reached the dialog
     # The refusal was decided on the screen as it was a reaction window after the write, not before.
     assert pane.checked_at[-1] - pane.written[0][0] >= REACTION
+
+
+def composer(paste_window: float) -> Callable[[ScriptedPane], Callable[[bytes], list[tuple[float, str, str]]]]:
+    """Codex's and Gemini's paste rule: an Enter within `paste_window` of the last typed text is a pasted newline
+    (it stays in the input box); alone after the window it submits, and the agent shows working."""
+    def react_of(pane: ScriptedPane) -> Callable[[bytes], list[tuple[float, str, str]]]:
+        box: list[str] = []
+        typed_at = [float("-inf")]
+
+        def react(data: bytes) -> list[tuple[float, str, str]]:
+            if data == b"\r" and now() - typed_at[0] >= paste_window:
+                return [(0.05, "working", "✻ Working… (esc to interrupt)\n› ")]
+            box.append("⏎" if data == b"\r" else data.decode())
+            typed_at[0] = now()
+            return [(0.005, "idle", "› " + "".join(box))]
+        return react
+    return react_of
+
+
+def test_send_presses_enter_as_a_key_of_its_own_after_the_agents_paste_window() -> None:
+    pane = ScriptedPane("idle", "› ")
+    pane.react = composer(0.12)(pane)
+    pane.submit_gap = lambda: 0.2  # type: ignore[attr-defined]  # the agent's manifest says so
+
+    async def sent() -> SendResult:
+        return await InputGuard(pane).send("add a test for greet")
+
+    result = virtual(sent())
+    assert pane.typed == [b"add a test for greet", b"\r"]
+    (typed, _), (entered, _) = pane.written
+    assert entered - typed >= 0.2 and result.submitted is True and result.state == "working", result
+
+
+def test_send_fails_saying_so_when_the_turn_does_not_start() -> None:
+    """Enter swallowed (an agent whose paste window is longer than its manifest says): typed, not submitted."""
+    pane = ScriptedPane("idle", "› ")
+    pane.react = composer(0.5)(pane)
+    pane.submit_gap = lambda: 0.2  # type: ignore[attr-defined]
+
+    async def sent() -> None:
+        await InputGuard(pane, pane_id="p4").send("add a test for greet")
+
+    with pytest.raises(NotSubmittedError) as info:
+        virtual(sent())
+    assert "pane p4" in str(info.value) and "add a test for greet⏎" in info.value.line
+    assert pane.typed == [b"add a test for greet", b"\r"]
+
+
+def test_a_dialog_drawn_while_the_text_settles_gets_no_enter() -> None:
+    """The agent opened a dialog by itself between the text and its Enter: the Enter would answer it."""
+    pane = ScriptedPane("idle", "› ")
+    pane.react = opens_dialog_after(0.1)
+    pane.submit_gap = lambda: 0.2  # type: ignore[attr-defined]
+
+    async def sent() -> None:
+        await InputGuard(pane).send("hello")
+
+    with pytest.raises(PaneBlockedError):
+        virtual(sent())
+    assert pane.typed == [b"hello"]
+
+
+def test_nothing_is_sent_or_answered_into_a_pane_that_holds_no_agent() -> None:
+    """A shell that printed a dialog's words (`panewatch ls`): the screen says blocked, the process says bash."""
+    pane = ScriptedPane("blocked", DIALOG.format(command="rm -rf build/"))
+    pane.kind = PaneKind("other", "bash")  # type: ignore[attr-defined]
+    guard = InputGuard(pane, pane_id="2")
+
+    async def tries() -> list[BaseException | None]:
+        return await asyncio.gather(guard.send("hi"), guard.answer(1, guard.prompt().fingerprint),
+                                    return_exceptions=True)
+
+    results = virtual(tries())
+    assert all(isinstance(r, NotAnAgentError) for r in results), results
+    assert "pane 2 runs bash, not an agent" in str(results[0]) and pane.typed == []
+
+
+def test_an_answer_reports_whether_it_took_effect() -> None:
+    applied = ScriptedPane("blocked", DIALOG.format(command="rm -rf build/"))
+    applied.react = lambda data: [(0.03, "working", "✻ Running… (esc to interrupt)")]
+    ignored = ScriptedPane("blocked", DIALOG.format(command="rm -rf build/"))  # the key went nowhere
+
+    async def answer(pane: ScriptedPane) -> AnswerResult:
+        guard = InputGuard(pane)
+        return await guard.answer(1, guard.prompt().fingerprint)
+
+    yes = virtual(answer(applied))
+    assert yes.applied and yes.outcome == "applied: the agent is working" and yes.elapsed < ANSWER_TIMEOUT
+    no = virtual(answer(ignored))
+    assert not no.applied and no.outcome == "not applied: the prompt is still on screen: Do you want to proceed?"
+    assert no.elapsed >= ANSWER_TIMEOUT
 
 
 def test_guards_of_one_pane_share_its_turn() -> None:

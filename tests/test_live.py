@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_claude import FAKE
+from fake_claude import FAKE, write_fake
 from panewatch.core.cast import parse_cast
 from panewatch.core.combine import Report
 from panewatch.core.machine import StateChange
@@ -69,8 +69,7 @@ class Watch:
 
 @pytest.fixture
 def fake(tmp_path: Path) -> Path:
-    script = tmp_path / "fake_claude.py"
-    script.write_text(FAKE, encoding="utf-8")
+    script = write_fake(tmp_path)
     return script
 
 
@@ -227,12 +226,13 @@ def test_agent_started_from_a_shell_and_its_exit(fake: Path, tmp_path: Path) -> 
         assert pane.foreground is not None and pane.foreground.is_shell
         assert "Do you want to proceed?" in pane.snapshot().text()  # stale text is still there...
         assert pane.classify_now().state == "exited"  # the pane, checked now, is not blocked...
-        assert pane.verdict.state == "blocked"  # ...though the screen alone would still say so
+        assert (pane.verdict.state, pane.verdict.rule) == ("idle", None)  # ...nor is a shell's screen judged
+        assert pane.kind.kind == "other"
         assert not pane.exited  # bash runs on
         pane.write(b"cat\r")  # another program in front after the agent: still no stale blocked
         await until(lambda: pane.foreground is not None and pane.foreground.name == "cat", "cat in front")
         assert pane.classify_now().state == "exited"
-        assert pane.verdict.state == "blocked"
+        assert pane.verdict.rule is None
         pane.write(b"\x03")
         await until(lambda: pane.foreground is not None and pane.foreground.is_shell, "bash back")
         pane.write(b"exit 5\r")
@@ -520,7 +520,7 @@ def test_a_reports_settling_time_is_kept_exactly_by_a_live_pane_without_spinning
     from panewatch.core.combine import REPORT_SETTLE
 
     async def main() -> None:
-        pane = LivePane(["cat"], pane_id="settle", cols=60, rows=10, env=env())
+        pane = LivePane(["cat"], pane_id="settle", cols=60, rows=10, env=env(), agent="claude")
         watch = Watch(pane)
         pane.start()
         await until(lambda: pane.detector.stats.checks > 0, "first check")

@@ -156,13 +156,54 @@ def test_a_program_after_a_known_agent_process_is_not_that_agent() -> None:
     assert change.new.state == "exited"
 
 
-def test_an_unknown_wrapper_drawing_an_agent_screen_keeps_screen_identification() -> None:
+def test_a_foreground_we_cannot_read_keeps_screen_identification() -> None:
     m = machine()
-    m.foreground(0.5, _fg(11, "wrapper-script"))
+    m.foreground(0.5, Foreground(11, "", (), False, None))  # the group could not be described
     m.output(1.0, CHUNKS[0])
     settle(m, 1.9)
+    assert m.kind.kind == "unknown"
     assert m.state.state == "working" and m.agent == "claude"  # identified by its screen
     assert m.foreground(2.0, _fg(10, "bash", shell=True))[0].new.state == "exited"  # an agent was seen
+
+
+def test_a_program_known_not_to_be_an_agent_is_never_judged_by_agent_rules() -> None:
+    """A shell that printed a dialog (`panewatch ls`, `cat` of a transcript), a pager showing one, or a
+    program we can read that no manifest names: no agent rule judges its screen, so it is never blocked."""
+    for fg in (_fg(10, "bash", shell=True), _fg(12, "less"), Foreground(13, "python3", ("python3", "-m", "panewatch",
+               "ls"), False, None), _fg(14, "wrapper-script")):
+        m = machine()
+        m.foreground(0.5, fg)
+        for k, chunk in enumerate(CHUNKS[:3]):  # Claude's working screen, then its Bash dialog
+            m.output(1.0 + k, chunk)
+        changes = settle(m, 3.9)
+        assert m.state.state == "idle" and m.state.source == "process", fg
+        assert "blocked" not in {c.new.state for c in changes} and m.agent is None, fg
+        assert m.kind.kind == "other" and m.verdict.rule is None
+        assert m.report(4.0, Report("blocked", 4.0, "hook")) == []  # a report from an agent not in front
+
+
+def test_a_view_of_another_pane_is_not_judged() -> None:
+    client = Foreground(20, "tmux: client", ("tmux", "-L", "day", "attach", "-t", "agents"), False, None)
+    for fg, shows in ((client, None), (Foreground(21, "python3", ("python3", "/usr/bin/panewatch", "run", "--",
+                                                                  "claude"), False, None), None),
+                      (Foreground(22, "panewatch", ("/usr/bin/panewatch", "attach", "5"), False, None), "5")):
+        m = machine()
+        m.foreground(0.5, fg)
+        for k, chunk in enumerate(CHUNKS[:3]):
+            m.output(1.0 + k, chunk)
+        settle(m, 3.9)
+        assert (m.kind.kind, m.kind.shows) == ("view", shows) and m.state.state == "idle", fg
+
+
+def test_the_agent_in_front_again_is_judged_at_once() -> None:
+    m = machine()
+    m.foreground(0.5, _fg(10, "bash", shell=True))
+    for k, chunk in enumerate(CHUNKS[:3]):
+        m.output(1.0 + k, chunk)
+    settle(m, 3.9)
+    assert m.state.state == "idle"
+    [change] = m.foreground(4.0, _fg(11, "claude", agent="claude"))  # the same screen, now the agent's
+    assert change.new.state == "blocked"
 
 
 def test_exit_judges_the_last_frame_then_stays_exited() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_claude import FAKE
+from fake_claude import write_fake
 from panewatch.core.classify import Quarantine, explain
 from panewatch.core.detector import PaneDetector
 from panewatch.core.manifest import bundled_texts, load_manifest_text
@@ -183,9 +183,8 @@ def test_live_panes_keep_detecting_with_the_bad_rule(tmp_path: Path) -> None:
     agents.mkdir()
     (agents / "claude.toml").write_text(claude_with("^(a+)+$"), encoding="utf-8")
     watcher = ManifestWatcher(agents, interval=0.05)
-    asks, fake = tmp_path / "asks.py", tmp_path / "fake_claude.py"
+    asks, fake = tmp_path / "asks.py", write_fake(tmp_path)
     asks.write_text(ASKS, encoding="utf-8")
-    fake.write_text(FAKE, encoding="utf-8")
     env = {**os.environ, "TERM": "xterm-256color"}
 
     async def until(pred: object, what: str) -> None:

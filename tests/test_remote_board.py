@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import pytest
 
 from boardutil import cli, start_serve, wait_for
 from panewatch.testing.sshd import Sshd
-from tmuxutil import DIALOG
+from tmuxutil import SHOW_DIALOG
 
 pytestmark = pytest.mark.needs("ssh", "tmux")  # tests/components.py: fail without them unless PANEWATCH_SKIP
 
@@ -37,7 +36,7 @@ def test_remote_hosts_are_cards_with_honest_staleness(sshd: Sshd, tmp_path: Path
     config.mkdir(parents=True, exist_ok=True)
     (config / "config.toml").write_text('[tmux]\nwatch = "off"\n\n[[remote]]\nhost = "devbox"\n\n'
                                         '[[remote]]\nhost = "devbox-badkey"\nname = "refusing"\n')
-    sshd.tmux("new-session", "-d", "-s", "work", "-x", "120", "-y", "32", f"cat {shlex.quote(str(DIALOG))}; sleep 600")
+    sshd.tmux("new-session", "-d", "-s", "work", "-x", "120", "-y", "32", SHOW_DIALOG)
     log = tmp_path / "serve.log"
     server = start_serve("--log-file", str(log), env={"HOME": str(home)})
     try:

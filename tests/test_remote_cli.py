@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from typing import Any
 import pytest
 
 from panewatch.testing.sshd import Sshd
-from tmuxutil import DIALOG
+from tmuxutil import SHOW_DIALOG
 
 pytestmark = pytest.mark.needs("ssh", "tmux")  # tests/components.py: fail without them unless PANEWATCH_SKIP
 
@@ -38,7 +37,7 @@ def wait(pred: Any, what: str, timeout: float = 20.0) -> None:
 
 
 def test_json_lines_name_the_host_and_the_link(sshd: Sshd, tmp_path: Path) -> None:
-    sshd.tmux("new-session", "-d", "-s", "work", "-x", "120", "-y", "32", f"cat {shlex.quote(str(DIALOG))}; sleep 600")
+    sshd.tmux("new-session", "-d", "-s", "work", "-x", "120", "-y", "32", SHOW_DIALOG)
     proc = subprocess.Popen([sys.executable, "-m", "panewatch", "tmux", "--host", "devbox", "--json"],
                             env=user_env(sshd, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     lines: list[dict[str, Any]] = []

@@ -10,7 +10,6 @@ import contextlib
 import re
 import shlex
 import subprocess
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -25,11 +24,10 @@ from panewatch.runtime.remote import LinkChange, RemotePane, RemoteServer, Remot
 from panewatch.runtime.ssh import SshOptions, ssh_options
 from panewatch.runtime.tmux_watch import TmuxPane
 from panewatch.testing.sshd import Sshd
-from tmuxutil import DIALOG, until
+from tmuxutil import DIALOG, SHOW_DIALOG, agent_cmd, until
 
 HERE = Path(__file__).parent
-SHOW_DIALOG = f"cat {shlex.quote(str(DIALOG))}; sleep 600"
-ANSWERING = f"{shlex.quote(sys.executable)} {shlex.quote(str(HERE / 'answer_agent.py'))} {shlex.quote(str(DIALOG))}"
+ANSWERING = agent_cmd("answer", DIALOG)
 FAST = (0.2, 0.5, 1.0)  # reconnection backoff for tests
 
 pytestmark = pytest.mark.needs("ssh", "tmux")  # tests/components.py: fail without them unless PANEWATCH_SKIP
@@ -213,7 +211,7 @@ def test_panes_over_several_control_clients_all_stream(sshd: Sshd) -> None:
 
     count = 2 * PANES_PER_CLIENT + 2
     redraw = "printf '\\033[2J\\033[Hworking'"
-    blink = f"sleep 2; while :; do cat {shlex.quote(str(DIALOG))}; sleep 1; {redraw}; sleep 1; done"
+    blink = agent_cmd("sh", f"sleep 2; while :; do cat {shlex.quote(str(DIALOG))}; sleep 1; {redraw}; sleep 1; done")
     sshd.tmux("new-session", "-d", "-s", "work", "-x", "120", "-y", "32", blink)
     for _ in range(count - 1):
         sshd.tmux("new-window", "-d", "-t", "work", blink)

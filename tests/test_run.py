@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from fake_claude import FAKE
+from fake_claude import write_fake
 from panewatch.runtime.fd import set_winsize
 from panewatch.runtime.terminal import OutputGate, _utf8_incomplete
 
@@ -154,8 +154,7 @@ def test_signal_restores_the_terminal_and_ends_the_child(outer_factory: Callable
 
 
 def test_events_file_gets_the_state_changes(outer_factory: Callable[..., Outer], tmp_path: Path) -> None:
-    script = tmp_path / "fake_claude.py"
-    script.write_text(FAKE, encoding="utf-8")
+    script = write_fake(tmp_path)
     events = tmp_path / "events.jsonl"
     record = tmp_path / "rec.cast"
     config = Path(os.environ["PANEWATCH_CONFIG_DIR"])
@@ -196,8 +195,7 @@ FULL = Path("/dev/full")  # every write fails with ENOSPC: a full disk, determin
 @pytest.mark.parametrize("full", ["--record", "--events"])
 def test_a_full_disk_stops_that_file_and_changes_nothing_else(outer_factory: Callable[..., Outer], tmp_path: Path,
                                                               full: str) -> None:
-    script = tmp_path / "fake_claude.py"
-    script.write_text(FAKE, encoding="utf-8")
+    script = write_fake(tmp_path)
     config = Path(os.environ["PANEWATCH_CONFIG_DIR"])
     config.mkdir(parents=True, exist_ok=True)  # a second probe of detection: the blocked notification
     (config / "config.toml").write_text('[notify]\nbackends = ["terminal"]\nterminal = "osc9"\n', encoding="utf-8")

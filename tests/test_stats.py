@@ -69,7 +69,7 @@ def test_a_blocked_wait_is_measured_and_survives_a_restart(tmp_path: Path) -> No
     serve = start_serve()
     try:
         pane = new_agent(tmp_path / "agent2.log", name="second")
-        cli("send", pane, "b", check=True)
+        cli("send", "--no-enter", pane, "b", check=True)
         blocked = wait_state(pane, "blocked")
         cli("answer", pane, "2", "--yes", "--fingerprint", blocked["prompt"]["fingerprint"], check=True)
         wait_state(pane, "idle")
@@ -93,7 +93,7 @@ def test_stats_says_when_recording_is_off_since_when_and_why(tmp_path: Path) -> 
                                          "dropped": 0}
         holder = lock_the_database()
         before = time.time()
-        cli("send", pane, "b", check=True)
+        cli("send", "--no-enter", pane, "b", check=True)
         blocked = wait_state(pane, "blocked")
         cli("answer", pane, "1", "--yes", "--fingerprint", blocked["prompt"]["fingerprint"], check=True)
         wait_state(pane, "idle")  # the blocked wait closed: the daemon's writer waits for the lock, then gives up

@@ -15,7 +15,7 @@ import pytest
 
 from boardutil import ServeProcess, cli, wait_for
 from panewatch.board.tmux import dedicated_server
-from tmuxutil import DIALOG, Tmux
+from tmuxutil import SHOW_DIALOG, Tmux, agent_cmd
 from tmuxutil import tmux as tmux
 
 pytestmark = pytest.mark.needs("tmux")  # tests/components.py: fails without it unless PANEWATCH_SKIP=tmux
@@ -33,8 +33,8 @@ def by_target(target: str) -> dict[str, Any] | None:
 
 
 def test_the_users_tmux_panes_are_cards_with_guarded_input(tmux: Tmux, serve: ServeProcess) -> None:
-    tmux("new-session", "-d", "-s", "work", "-x", "120", "-y", "32", f"cat {shlex.quote(str(DIALOG))}; sleep 600")
-    tmux("new-window", "-d", "-t", "work", "-n", "echo", "cat")
+    tmux("new-session", "-d", "-s", "work", "-x", "120", "-y", "32", SHOW_DIALOG)
+    tmux("new-window", "-d", "-t", "work", "-n", "echo", agent_cmd("compose"))
     blocked = wait_for(lambda: (c := by_target("work:0.0")) and c["state"] == "blocked" and c, "the dialog card", 20)
     assert blocked["tmux_pane"].startswith("%") and blocked["tmux_server"]
     free = wait_for(lambda: by_target("work:1.0"), "the echo pane's card", 20)
@@ -46,7 +46,8 @@ def test_the_users_tmux_panes_are_cards_with_guarded_input(tmux: Tmux, serve: Se
     assert refused.returncode == 1 and "blocked on a prompt" in refused.stderr
     assert "yes" not in tmux("capture-pane", "-p", "-t", blocked["tmux_pane"])
     cli("send", "work:1.0", "typed by panewatch", check=True)  # a tmux pane by its target
-    wait_for(lambda: "typed by panewatch" in tmux("capture-pane", "-p", "-t", free["tmux_pane"]), "send-keys", 10)
+    wait_for(lambda: "SUBMITTED: typed by panewatch" in tmux("capture-pane", "-p", "-t", free["tmux_pane"]),
+             "send-keys", 10)
     assert tmux("display-message", "-p", "-t", "work", "#{window_index}") == "0"
     import asyncio
 
@@ -54,6 +55,8 @@ def test_the_users_tmux_panes_are_cards_with_guarded_input(tmux: Tmux, serve: Se
 
     asyncio.run(client.call("goto", pane=free["id"]))
     assert tmux("display-message", "-p", "-t", "work", "#{window_index}") == "1"
+    mine = cli("kill", free["id"])  # the user's own tmux pane: panewatch does not close it
+    assert mine.returncode == 1 and "close it in tmux" in mine.stderr and "panewatch run" not in mine.stderr
     tmux("kill-window", "-t", "work:1")
     wait_for(lambda: next((c for c in tmux_cards() if c["id"] == free["id"] and c["state"] == "exited"), None),
              "the killed pane's card exited", 10)
@@ -79,6 +82,11 @@ def test_new_runs_in_tmux_and_survives_the_daemon(tmp_path: Path, monkeypatch: p
         again = wait_for(lambda: next((c for c in tmux_cards() if c["name"] == "survivor"), None),
                          "a restarted daemon lists it", 30)  # `ls` restarts the daemon for it
         assert again["state"] in ("idle", "working")
+        assert again["id"] == pane_id  # the same card id across the restart (board/ids.py)
+        cli("kill", again["id"], check=True)  # a pane `new` started: kill ends it
+        wait_for(lambda: "sleep" not in subprocess.run(["tmux", *server.args(), "list-panes", "-a", "-F",
+                                                        "#{pane_current_command}"], capture_output=True, text=True,
+                                                       timeout=20).stdout, "the pane ended", 10)
     finally:
         cli("serve", "--stop")
         subprocess.run(["tmux", *server.args(), "kill-server"], capture_output=True, timeout=20)
@@ -129,3 +137,17 @@ def test_attach_on_another_tmux_server_is_nested_and_says_so(tmux: Tmux, serve: 
     assert how["nested"] is True and how["argv"][-3:] == ["attach-session", "-t", card["tmux_pane"]]
     plain = asyncio.run(client.call("attach_command", pane=card["id"]))
     assert plain["nested"] is False and plain["argv"][1:3] == ["-S", str(tmux.server.socket_file())]
+
+
+def test_the_status_line_counts_agents_only_and_names_the_longest_wait() -> None:
+    from panewatch.core.panekind import NOT_AGENT
+    from panewatch.runtime.tmux_status import NOT_AGENT as STATUS_NOT_AGENT
+    from panewatch.runtime.tmux_status import summary
+
+    assert STATUS_NOT_AGENT == NOT_AGENT  # the status line's copy (it imports no layer) says what panekind says
+    cards = [{"kind": "agent", "state": "blocked", "since": 20.0, "target": "work:1.0"},
+             {"kind": "agent", "state": "blocked", "since": 10.0, "target": "agents:#(x)"},
+             {"kind": "other", "state": "blocked", "since": 1.0, "target": "shell:0.0"},
+             {"kind": "view", "state": "idle"}, {"kind": "other", "state": "idle"},
+             {"kind": "unknown", "state": "working"}]
+    assert summary(cards) == "⚠ 2 blocked (agents:##(x)) · 1 working"

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shlex
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,11 +14,10 @@ from panewatch.core.manifest import load_all
 from panewatch.core.replay import replay
 from panewatch.runtime.live import ManifestWatcher
 from panewatch.runtime.tmux_watch import TmuxPane, TmuxWatcher
-from tmuxutil import Tmux, until
+from tmuxutil import Tmux, agent_cmd, until
 from tmuxutil import tmux as tmux
 
 CORPUS = Path(__file__).parent.parent / "src" / "panewatch" / "golden" / "corpus"
-PLAY = Path(__file__).parent / "castplay.py"
 CASES = ["claude-code/2.1.332/bash_120x32", "codex/0.171.0/bash_120x32", "claude-code/2.1.332/trap_120x32"]
 
 
@@ -53,7 +50,7 @@ def test_control_mode_sees_what_the_replay_sees(tmux: Tmux, case: str) -> None:
         await watcher.start()
         try:
             tmux("new-window", "-d", "-t", "eq", "-n", "play",
-                 f"{shlex.quote(sys.executable)} {shlex.quote(str(PLAY))} {shlex.quote(str(folder / 'session.cast'))}")
+                 agent_cmd("play", folder / "session.cast", agent=case.split("/")[0]))
             with contextlib.suppress(AssertionError):  # (the comparison below says what differs)
                 await until(lambda: collapse(seen) == want, end + 10, "the replay's states")
         finally:

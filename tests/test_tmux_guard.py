@@ -25,12 +25,11 @@ from panewatch.runtime.guard import InputGuard
 from panewatch.runtime.live import ManifestWatcher
 from panewatch.runtime.tmux import ControlClient
 from panewatch.runtime.tmux_watch import TmuxPane, TmuxWatcher
-from tmuxutil import DIALOG, Tmux, until
+from tmuxutil import DIALOG, SHOW_DIALOG, Tmux, agent_cmd, until
 from tmuxutil import tmux as tmux
 
 HERE = Path(__file__).parent
-SHOW_DIALOG = f"cat {shlex.quote(str(DIALOG))}; sleep 600"
-ANSWERING = f"{shlex.quote(sys.executable)} {shlex.quote(str(HERE / 'answer_agent.py'))} {shlex.quote(str(DIALOG))}"
+ANSWERING = agent_cmd("answer", DIALOG)
 
 pytestmark = pytest.mark.needs("tmux")
 
@@ -71,7 +70,7 @@ async def settled(watcher: TmuxWatcher, *ids: str) -> list[TmuxPane]:
 
 def test_synchronize_panes_refuses_keys_that_tmux_would_copy_into_another_panes_dialog(tmux: Tmux) -> None:
     """Item 1: with synchronize-panes on, `send A 1` into an idle pane A answered pane B's dialog."""
-    tmux("new-session", "-d", "-s", "a", "-x", "100", "-y", "40", "cat")
+    tmux("new-session", "-d", "-s", "a", "-x", "100", "-y", "40", agent_cmd("compose"))
     tmux("split-window", "-d", "-t", "a:0", ANSWERING)
     idle, dialog = panes(tmux, "a:0")
 
@@ -103,7 +102,7 @@ def test_synchronize_panes_refuses_keys_that_tmux_would_copy_into_another_panes_
 
 def test_a_send_right_after_copy_mode_is_refused_not_lost(tmux: Tmux) -> None:
     """Item 9: sends right after `copy-mode` were reported typed but went to copy mode (14 of 80)."""
-    tmux("new-session", "-d", "-s", "a", "-x", "100", "-y", "20", "cat")
+    tmux("new-session", "-d", "-s", "a", "-x", "100", "-y", "20", agent_cmd("compose"))
     (pane_id,) = panes(tmux, "a:0")
 
     async def body(watcher: TmuxWatcher, events: list[Event]) -> None:
@@ -131,12 +130,13 @@ def test_a_server_restarted_on_the_same_socket_exits_the_old_cards_and_adopts_no
     async def body(watcher: TmuxWatcher, events: list[Event]) -> None:
         old, other = await settled(watcher, "%0", "%1")
         await until(lambda: old.state.state == "blocked", 10, "the dialog")
-        restart(tmux, "cat")  # blocking: the watcher reads nothing of it before the new server runs
+        restart(tmux, agent_cmd("compose"))  # blocking: the watcher reads nothing of it before the new server runs
         assert panes(tmux, "a:0") == ["%0"]  # %0 again, another program
         await until(lambda: old.exited and other.exited, 10, "the old server's panes exited")
         restarted = "the tmux server exited (another one was started on its socket)"
         assert old.state.detail == other.state.detail == restarted
         (new,) = await settled(watcher, "%0")
+        await until(lambda: new.kind.kind == "agent", 10, "the new program identified")
         assert new is not old and new.state.state == "idle" and new.info.server != old.info.server
         assert "%1" not in watcher.panes
         with pytest.raises(AgentExitedError):

@@ -22,7 +22,7 @@ from panewatch.runtime import paneclient
 from panewatch.runtime.hooksinstall import OURS
 from panewatch.runtime.live import ManifestWatcher
 from panewatch.runtime.tmux_watch import TmuxPane, TmuxWatcher
-from tmuxutil import Tmux, until
+from tmuxutil import Tmux, agent_cmd, until
 from tmuxutil import tmux as tmux
 
 pytestmark = pytest.mark.needs("tmux")  # tests/components.py: fails without it unless PANEWATCH_SKIP=tmux
@@ -52,12 +52,12 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]
 
 
 def by_hand(tmp_path: Path, name: str, *steps: str) -> str:
-    """A pane's shell script, as a user's agent would run its hooks: waits for `go-NAME`, runs `steps`
+    """A stand-in agent pane that runs its hooks as a user's agent would: waits for `go-NAME`, runs `steps`
     (each a shell command line), touches `done-NAME`, then sleeps."""
     go, done = tmp_path / f"go-{name}", tmp_path / f"done-{name}"
     body = "; ".join(steps)
-    return f"while [ ! -e {shlex.quote(str(go))} ]; do sleep 0.02; done; {body}; touch {shlex.quote(str(done))}; " \
-           "exec sleep 600"
+    return agent_cmd("sh", f"while [ ! -e {shlex.quote(str(go))} ]; do sleep 0.02; done; {body}; "
+                           f"touch {shlex.quote(str(done))}")
 
 
 def payload(event: str, **fields: str) -> str:

@@ -6,7 +6,6 @@ current-command subscription (and hands it on when it goes)."""
 from __future__ import annotations
 
 import asyncio
-import shlex
 import time
 
 import pytest
@@ -16,12 +15,11 @@ from panewatch.runtime.live import ManifestWatcher
 from panewatch.runtime.tmux import ControlClient
 from panewatch.runtime.tmux_watch import TmuxWatcher, clients_for
 from test_tmux_watch import Seen
-from tmuxutil import DIALOG, Tmux, until
+from tmuxutil import SHOW_DIALOG, Tmux, until
 from tmuxutil import tmux as tmux
 
 pytestmark = pytest.mark.needs("tmux")
 
-SHOW_DIALOG = f"cat {shlex.quote(str(DIALOG))}; sleep 600"
 PER_CLIENT = 4  # small, so that a few dozen panes need several clients per session
 
 

@@ -13,14 +13,14 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from panewatch.core.machine import StateChange
+from panewatch.core.prompt import parse_prompt
+from panewatch.core.screen import Screen
 from panewatch.errors import PaneBlockedError, PaneInModeError, TmuxVersionError
 from panewatch.runtime.guard import InputGuard
 from panewatch.runtime.live import ManifestWatcher
 from panewatch.runtime.tmux_watch import TmuxPane, TmuxWatcher
-from tmuxutil import DIALOG, Tmux, until
+from tmuxutil import DIALOG, SHOW_DIALOG, Tmux, agent_cmd, until
 from tmuxutil import tmux as tmux
-
-SHOW_DIALOG = f"cat {shlex.quote(str(DIALOG))}; sleep 600"
 
 pytestmark = pytest.mark.needs("tmux")  # tests/components.py: fails without it unless PANEWATCH_SKIP=tmux
 
@@ -167,7 +167,7 @@ def test_a_flood_in_one_pane_does_not_hold_up_another(tmux: Tmux) -> None:
 
 
 def test_guarded_send_goes_through_send_keys_and_is_refused_while_blocked_or_in_copy_mode(tmux: Tmux) -> None:
-    tmux("new-session", "-d", "-s", "a", "-x", "100", "-y", "20", "cat")
+    tmux("new-session", "-d", "-s", "a", "-x", "100", "-y", "20", agent_cmd("compose"))
     tmux("new-window", "-d", "-t", "a", SHOW_DIALOG)
     echo, dialog = pane_id(tmux, "a:0"), pane_id(tmux, "a:1")
 
@@ -245,3 +245,37 @@ def test_output_soon_after_a_look_gets_one_later_look_from_one_timer_for_all_pan
         looks.close()
 
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_a_panes_size_is_its_own_not_its_layout_cell_with_border_status(tmux: Tmux) -> None:
+    """With `pane-border-status top` a layout cell holds the border's row too (150x39 for a pane of 150x38): the
+    screen takes the pane's own size, and a dialog drawn after resizes is read right (its options and all)."""
+    tmux("new-session", "-d", "-s", "b", "-x", "150", "-y", "40", agent_cmd("compose"))
+    tmux("set-option", "-g", "pane-border-status", "top")
+    tmux("split-window", "-d", "-t", "b:0", agent_cmd("sh", "sleep 1"))
+    target = pane_id(tmux, "b:0.0")
+
+    def own() -> tuple[int, int]:
+        w, h = tmux("display-message", "-p", "-t", target, "#{pane_width} #{pane_height}").split()
+        return int(w), int(h)
+
+    async def body(watcher: TmuxWatcher, seen: Seen) -> None:
+        await until(lambda: target in watcher.panes and watcher.panes[target].seeded, 10, "the pane")
+        pane = watcher.panes[target]
+        for cols, rows in ((150, 40), (120, 33), (90, 27)):
+            tmux("resize-window", "-t", "b:0", "-x", str(cols), "-y", str(rows))
+            await until(lambda: (pane.screen.cols, pane.screen.rows) == own(), 10, f"the pane's size at {cols}x{rows}")
+        assert (pane.screen.cols, pane.screen.rows) == own()
+        tmux("respawn-pane", "-k", "-t", target, SHOW_DIALOG)  # a dialog drawn at the last size
+        await until(lambda: target in watcher.panes and watcher.panes[target].state.state == "blocked", 10,
+                    "the dialog")
+        drawn = watcher.panes[target]
+        assert (drawn.screen.cols, drawn.screen.rows) == own()
+        prompt = InputGuard(drawn).prompt()
+        fresh = Screen(*own())  # the same dialog drawn on a screen of the pane's own size
+        fresh.feed(DIALOG.read_bytes().replace(b"\n", b"\r\n"))
+        want = parse_prompt(fresh.snapshot())
+        assert prompt.question == want.question == "Do you want to proceed?"
+        assert [(o.number, o.label) for o in prompt.options] == [(o.number, o.label) for o in want.options] != []
+
+    watching(tmux, body)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import shlex
 import shutil
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +17,17 @@ from panewatch.runtime.tmux import TmuxServer
 
 DATA = Path(__file__).parent / "data"
 DIALOG = DATA / "published_example.raw"  # a real Claude Code permission dialog
+STANDIN = Path(__file__).parent / "standin"  # stand-in agents named as the real CLIs (tests/standin/agent.py)
+
+
+def agent_cmd(mode: str, *args: object, agent: str = "claude-code") -> str:
+    """A shell command line running the stand-in agent `agent` (claude-code, codex, gemini-cli): `show FILE…`,
+    `play FILE.cast` or `sh STEPS`, then it holds. panewatch names its pane's agent by its process, as it
+    would the real CLI's (a `cat FILE; sleep 600` pane is a shell and a `sleep`: never judged)."""
+    return shlex.join([sys.executable, str(STANDIN / agent / "cli.js"), mode, *map(str, args)])
+
+
+SHOW_DIALOG = agent_cmd("show", DIALOG)  # a Claude Code pane holding its permission dialog
 
 
 class Tmux:

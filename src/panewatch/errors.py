@@ -18,9 +18,13 @@
      │    │                                        would drive the mode, not the program; .mode
      │    ├── PaneSynchronizedError pane_synchronized  any write to a tmux pane with synchronize-panes on: tmux
      │    │                                        would copy the keys into the window's other panes; .panes
-     │    └── PaneNotResyncedError pane_not_resynced  any write to a pane whose screen is not known to be current:
-     │                                             a remote host unreachable, or back but the pane not redrawn
-     │                                             yet, or tmux did not answer the check before the write
+     │    ├── PaneNotResyncedError pane_not_resynced  any write to a pane whose screen is not known to be current:
+     │    │                                        a remote host unreachable, or back but the pane not redrawn
+     │    │                                        yet, or tmux did not answer the check before the write
+     │    ├── NotAnAgentError     not_an_agent     send()/answer() into a pane whose foreground is not an agent (a
+     │    │                                        shell, a pager, a view of another pane: core/panekind.py); .what
+     │    └── NotSubmittedError   not_submitted    send(): the text was typed and Enter pressed, but the agent did
+     │                                             not start its turn within the bound; .line (its input row now)
      ├── SettingsError (ValueError)           config.toml problems, each naming the file and key; .problems
      ├── ManifestError (ValueError)           core/manifest.py: an unusable manifest; .path, .problems
      ├── PatternError (ValueError)            core/pattern.py: a rule pattern RE2 cannot run with re's meaning
@@ -189,6 +193,33 @@ class PaneInModeError(GuardError):
         where = f"tmux pane {pane}" if pane else "the tmux pane"
         super().__init__(f"{where} is in {mode or 'a tmux mode'}: keys would go to tmux, not the program; nothing "
                          "was typed (leave the mode, e.g. press q in it, then try again)")
+
+
+class NotAnAgentError(GuardError):
+    """The pane's foreground is not an agent: a shell that printed an agent's words, a pager, a view of another
+    pane. Nothing there waits on the user; typed text would go to that program."""
+
+    wire_name = "not_an_agent"
+
+    def __init__(self, pane: str = "", what: str = "", view_of: str | None = None) -> None:
+        self.what = what
+        where = f"pane {pane}" if pane else "the pane"
+        holder = f"{what}" if what else "a program that is not an agent"
+        there = f"; it shows pane {view_of}: answer there" if view_of else ""
+        super().__init__(f"{where} runs {holder}, not an agent{there}; nothing was typed")
+
+
+class NotSubmittedError(GuardError):
+    """send() typed the text and pressed Enter as a key of its own, but the agent did not start its turn in time:
+    the text is still in its input box (or the agent ignores Enter there)."""
+
+    wire_name = "not_submitted"
+
+    def __init__(self, pane: str = "", waited: float = 0.0, line: str = "") -> None:
+        self.line = line
+        where = f"pane {pane}" if pane else "the pane"
+        shown = f"; its input row shows {line!r}" if line else ""
+        super().__init__(f"typed into {where}, but its agent did not start a turn within {waited:g} s{shown}")
 
 
 class TmuxError(PanewatchError):

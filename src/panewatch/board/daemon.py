@@ -47,33 +47,36 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from aiohttp import web
+from aiohttp import WSCloseCode, web
 
 import panewatch
 from panewatch.board import ops
 from panewatch.board.client import runtime_file, socket_path
+from panewatch.board.ids import PaneIds, card_key
 from panewatch.board.limits import ConnectionGate, Limits
 from panewatch.board.model import Card, bad_request
+from panewatch.board.notices import Notices
 from panewatch.board.panes import Hub, LocalPane, RemotePane
 from panewatch.board.remote import RemoteBoard
 from panewatch.board.rpc import MAX_LINE, Peer, RemoteError
-from panewatch.board.security import LOGIN_TTL, Access, is_loopback, write_launcher, write_secret
+from panewatch.board.security import LOGIN_TTL, Access, cookie_key, is_loopback, write_launcher, write_secret
 from panewatch.board.tmux import TmuxBoard, TmuxHandle
+from panewatch.board.views import Views
 from panewatch.board.waits import BoardWaits
 from panewatch.board.watchdog import Watchdog
 from panewatch.board.web import make_app
 from panewatch.core.combine import Report
-from panewatch.core.machine import StateChange
 from panewatch.errors import PanewatchError
 from panewatch.runtime import paths
 from panewatch.runtime.hooks import PaneHooks, remove_stale_sockets
 from panewatch.runtime.live import LivePane, ManifestWatcher
-from panewatch.runtime.notify import Notifier, open_board_at
-from panewatch.runtime.settings import load_settings
+from panewatch.runtime.settings import load_settings, settings_path
 
 log = logging.getLogger("panewatch.board")
 
 IDLE_CHECK = 5.0
+PORT_FILE = "board.port"
+CONFIG_CHECK = 2.0  # seconds between looks at config.toml  # the state dir's note of the last daemon's port
 LISTEN_BACKLOG = 128
 MAX_HEADERS = 48  # browsers send ~20; with aiohttp's 8 KB per field, a connection's headers stay under 400 KB
 _PANE_ENV = ("PANEWATCH_PANE_ID", "PANEWATCH_TOKEN", "PANEWATCH_SOCKET")  # a nested pane reports to its own runtime
@@ -101,23 +104,24 @@ class Daemon:
         self.host, self.port, self.idle_exit, self.login_ttl = host, port, idle_exit, login_ttl
         self.gate = ConnectionGate((limits or Limits()).fit())  # held well below our descriptor limit
         self.pid = os.getpid()
-        self.hub = Hub()
+        settings = load_settings()
+        self.hub = Hub(PaneIds(), exited_ttl=settings.board.exited_ttl)  # ids that outlive the daemon (board/ids.py)
         # Minutes lost waiting: the daemon is the one writer of the waits database (runtime/waitstore.py).
         self.waits = BoardWaits()
         self.hub.listeners.add(self.waits.on_card)
         self.stats: Counter[str] = Counter()
         self.clients = 0  # open board tabs
+        self.websockets: set[web.WebSocketResponse] = set()
         self.connections: set[_Conn] = set()
-        settings = load_settings()
         self.notify_cooldown = settings.notify.cooldown
         self._settings = settings
-        self.notifier: Notifier | None = None  # desktop/command notifications for headless panes
+        self.notices: Notices | None = None  # THE notification path, for every pane (board/notices.py); at start
         self.watcher = ManifestWatcher()
         hooks = settings.tmux.attach_hooks
         self.tmux = TmuxBoard(self.hub, self.watcher, watch=settings.tmux.watch == "auto",  # the user's tmux panes
                               attach_hooks=hooks)
-        self.remote = RemoteBoard(self.hub, self.watcher, settings.remotes, on_change=self._notify_change,
-                                  attach_hooks=hooks)  # [[remote]]
+        self.remote = RemoteBoard(self.hub, self.watcher, settings.remotes, attach_hooks=hooks)  # [[remote]]
+        self.views = Views(self.hub, self.tmux)  # what a view pane shows; who looks at a pane
         self.watchdog = Watchdog()  # ends the headless panes' sessions if we die, even by kill -9
         self.access: Access | None = None
         self._lock_fd: int | None = None
@@ -127,6 +131,7 @@ class Daemon:
         self._stop: asyncio.Event | None = None
         self.hooks = PaneHooks(self._on_report)  # its report socket is made when the first pane with hooks starts
         self._idle_task: asyncio.Task[None] | None = None
+        self._config_task: asyncio.Task[None] | None = None
         self._launchers: set[Path] = set()  # launcher pages not yet removed (their token expires with them)
 
     # -- lifetime ------------------------------------------------------------------------------
@@ -141,6 +146,10 @@ class Daemon:
             with contextlib.suppress(FileNotFoundError):
                 runtime_file("board.token").unlink()  # left by an older version: no long-lived secret exists any more
             await self._start_web()
+            self.notices = Notices(self.hub, self._settings, self.views)
+            self.notices.start()  # before any pane: every pane's changes take the one path
+            self.views.start()
+            self._say_backends()
             await self.tmux.start()  # before the socket: the first `ls` already sees the tmux panes
             await self.remote.start()  # each host in its own task: none delays the start or another host
             await self._start_socket()
@@ -151,6 +160,7 @@ class Daemon:
             raise
         if self.idle_exit is not None:
             self._idle_task = asyncio.get_running_loop().create_task(self._idle_watch(self.idle_exit))
+        self._config_task = asyncio.get_running_loop().create_task(self._config_watch())
 
     def _lock(self) -> None:
         fd = os.open(runtime_file("board.pid"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
@@ -165,17 +175,11 @@ class Daemon:
 
     async def _start_web(self) -> None:
         # Bind first: the port (maybe ephemeral) must be known to Access before the app exists.
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        try:
-            sock.bind((self.host, self.port))
-            sock.listen(LISTEN_BACKLOG)
-            sock.setblocking(False)
-        except BaseException:
-            sock.close()
-            raise
+        sock = self._bind()
         self.port = sock.getsockname()[1]
-        self.access = Access(self.host, self.port, login_ttl=self.login_ttl)
+        with contextlib.suppress(OSError):  # the next daemon takes the same port when free: open tabs come back
+            (paths.state_dir() / PORT_FILE).write_text(f"{self.port}\n", encoding="utf-8")
+        self.access = Access(self.host, self.port, login_ttl=self.login_ttl, cookie_key=cookie_key(paths.state_dir()))
         limits = self.gate.limits
         self._runner = web.AppRunner(make_app(self, self.access), access_log=None, handle_signals=False,
                                      keepalive_timeout=limits.idle_timeout, max_headers=MAX_HEADERS)
@@ -184,6 +188,25 @@ class Daemon:
         # Our own listener rather than a web.SockSite: every connection passes the gate (limits.py) first.
         self._web = await asyncio.get_running_loop().create_server(self.gate.factory(self._runner.server),
                                                                    sock=sock, backlog=LISTEN_BACKLOG)
+
+    def _bind(self) -> socket.socket:
+        """The board's listening socket: the configured port (SO_REUSEADDR: a restart does not wait for the last
+        connections' TIME_WAIT), else the port the last daemon had if it is free, else any free port."""
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        ports = [self.port] if self.port else [*_remembered_port(), 0]
+        for i, port in enumerate(ports):
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind((self.host, port))
+                sock.listen(LISTEN_BACKLOG)
+                sock.setblocking(False)
+                return sock
+            except BaseException:
+                sock.close()
+                if i == len(ports) - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     async def _start_socket(self) -> None:
         path = socket_path()
@@ -232,6 +255,8 @@ class Daemon:
     async def close(self) -> None:
         if self._idle_task is not None:
             self._idle_task.cancel()
+        if self._config_task is not None:
+            self._config_task.cancel()
         if self._server is not None:
             self._server.close()
             self._server = None
@@ -243,17 +268,23 @@ class Daemon:
         await self.remote.close()
         await self.hub.close()
         self.waits.close()  # after the hub: the panes' open waits were written as they left
+        if self.hub.ids is not None:
+            self.hub.ids.save()
         await self.watchdog.close()
         self.watcher.stop()
         if self._web is not None:
             self._web.close()  # no new connections; the runner's cleanup closes the open ones
             self._web = None
+        for ws in list(self.websockets):  # at once: a tab's websocket would hold the runner's cleanup ~30 s
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(ws.close(code=WSCloseCode.GOING_AWAY, message=b"the daemon stops"), 1.0)
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
         await self.hooks.close()
-        if self.notifier is not None:
-            self.notifier.close()
+        await self.views.close()
+        if self.notices is not None:
+            self.notices.close()
         if self._lock_fd is not None:
             with contextlib.suppress(FileNotFoundError):
                 runtime_file("board.json").unlink()
@@ -261,6 +292,37 @@ class Daemon:
                 self._remove_launcher(path)
             os.close(self._lock_fd)  # the pid file stays: unlinking it would race a new daemon's lock
             self._lock_fd = None
+
+    async def _config_watch(self) -> None:
+        """config.toml read again when it changes (its mtime, size or inode, looked at every CONFIG_CHECK s)."""
+        seen = _stamp(settings_path())
+        while True:
+            await asyncio.sleep(CONFIG_CHECK)
+            now = _stamp(settings_path())
+            if now != seen:
+                seen = now
+                self.reload()
+
+    def reload(self) -> dict[str, Any]:
+        """Take config.toml again (`serve --reload`, or it changed): notifications at once; what needs a restart
+        (the board's port, [tmux] watch) is said so."""
+        settings = load_settings()
+        old, self._settings = self._settings, settings
+        for warning in settings.warnings:
+            log.warning("%s", warning)
+        if self.notices is not None:
+            self.notices.reload(settings)
+            self._say_backends()
+        self.notify_cooldown = settings.notify.cooldown
+        self.hub.exited_ttl = settings.board.exited_ttl
+        later = [name for name, a, b in (("[board] port", old.board.port, settings.board.port),
+                                          ("[tmux]", old.tmux, settings.tmux), ("[[remote]]", old.remotes,
+                                                                               settings.remotes)) if a != b]
+        if later:
+            log.warning("config.toml: %s changed: takes effect when the daemon restarts (`panewatch serve --stop`)",
+                        ", ".join(later))
+        log.info("config.toml read again (%s)", settings.path or "defaults")
+        return {"path": settings.path, "warnings": list(settings.warnings), "after_restart": later}
 
     async def _idle_watch(self, idle_exit: float) -> None:
         idle_since = time.monotonic()
@@ -324,13 +386,23 @@ class Daemon:
 
         return await ops.call(self, op, msg, web=False, local={"register": register, "attach": attach})
 
+    def notes(self) -> list[str]:
+        """What is not watched, for `ls` and the board's banner: tmux servers and sessions not watched, and why.
+        (Notification backends that cannot deliver are said once, at start, and in `info`.)"""
+        return self.tmux.notes
+
     def hosts(self) -> dict[str, dict[str, Any]]:
         """Each `[[remote]]` host's link (board/remote.py `hosts`), for `ls`."""
         return {label: dict(link) for label, link in self.remote.hosts.items()}
 
     def info(self) -> dict[str, Any]:
+        notify = self.notices.availability() if self.notices is not None else []
+        counts = ({"sent": dict(self.notices.sent), "seen": self.notices.seen_skipped}
+                  if self.notices is not None else {})
         return {"url": self.base_url, "pid": self.pid, "port": self.port, "panes": len(self.hub.panes),
-                "version": panewatch.__version__}
+                "version": panewatch.__version__,
+                "notify": [{"backend": name, "ok": ok, "how": how} for name, ok, how in notify],
+                "notices": counts}
 
     def _register(self, conn: _Conn, msg: dict[str, Any]) -> dict[str, Any]:
         card = msg.get("card")
@@ -339,7 +411,9 @@ class Daemon:
         # The same `run` coming back to this daemon (its connection dropped) keeps its id and card.
         again = next((h for h in self.hub.panes.values() if isinstance(h, RemotePane) and h.peer.closed
                       and h.card.get("pid") == card.get("pid") and h.card.get("name") == card.get("name")), None)
-        conn.remote = RemotePane(self.hub, again.id if again is not None else self.hub.new_id(), conn.peer, card)
+        key = card_key("run", card.get("runner_pid"), card.get("name"), card.get("pid"))
+        conn.remote = RemotePane(self.hub, again.id if again is not None else self.hub.new_id(key), conn.peer, card,
+                                 key=key)
         self.hub.add(conn.remote)
         return {"id": conn.remote.id}
 
@@ -387,7 +461,6 @@ class Daemon:
         pane = LivePane(argv, pane_id=pane_id, cols=spec.cols, rows=spec.rows, env=env, cwd=cwd, agent=agent,
                         headless=True, manifests=self.watcher)
         local = LocalPane(self.hub, pane, name=spec.name or Path(argv[0]).name, cwd=cwd)
-        pane.subscribe(lambda change: self._notify_change(local, change))
         try:
             pane.start()
         except OSError as exc:
@@ -398,13 +471,15 @@ class Daemon:
         self.hub.add(local)
         return local.card
 
-    def _notify_change(self, local: LocalPane | TmuxHandle, change: StateChange) -> None:
-        """A headless pane has no terminal of its own: the daemon notifies for it (`run` panes notify themselves)."""
-        if self.notifier is None:
-            self.notifier = Notifier(self._settings, asyncio.get_running_loop().time, open_board=open_board_at)
-        prompt = local.endpoint.prompt
-        self.notifier.on_state_change(change, name=local.card.get("name") or change.pane,
-                                      prompt_text=lambda: prompt.text() if prompt else "", board_pane=local.id)
+    def _say_backends(self) -> None:
+        """Which notification backends can deliver and which cannot: once, at start (the log; `info` for the
+        board's banner and `serve`'s own output)."""
+        assert self.notices is not None
+        for name, ok, how in self.notices.availability():
+            if ok:
+                log.info("notifications: %s: %s", name, how)
+            else:
+                log.warning("notifications: %s cannot deliver: %s", name, how)
 
     def _on_report(self, pane_id: str, report: Report) -> None:
         handle = self.hub.panes.get(pane_id)
@@ -413,6 +488,15 @@ class Daemon:
 
     async def dismiss(self, pane_id: str, *, kill: bool = False) -> None:
         handle = self.hub.get(pane_id)
+        if isinstance(handle, TmuxHandle) and not handle.ended:
+            if not kill:
+                raise RemoteError("running", f"pane {pane_id} is a live tmux pane ({handle.card.get('target')}): its "
+                                             "card goes when the pane does")
+            if not handle.started_by_new():
+                raise RemoteError("not_owned", f"pane {pane_id} is your tmux pane {handle.card.get('target')}: close "
+                                               "it in tmux (panewatch only ends the panes `panewatch new` started)")
+            await handle.kill()
+            return
         if handle.card.get("state") != "exited":
             if not kill:
                 raise RemoteError("running", f"pane {pane_id} is still running")
@@ -420,6 +504,23 @@ class Daemon:
                 raise RemoteError("not_owned", f"pane {pane_id} runs under `panewatch run` in another "
                                                "terminal: end it there")
         await self.hub.remove(pane_id)
+
+
+def _stamp(path: Path) -> tuple[float, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime, st.st_size, st.st_ino
+
+
+def _remembered_port() -> list[int]:
+    """The port the last daemon listened on (state dir), if any."""
+    with contextlib.suppress(OSError, ValueError):
+        port = int((paths.state_dir() / PORT_FILE).read_text(encoding="utf-8").strip())
+        if 1024 <= port <= 65535:
+            return [port]
+    return []
 
 
 def _same_user(writer: asyncio.StreamWriter) -> bool:

@@ -63,6 +63,7 @@ class PaneEndpoint:
         self.on_card = on_card
         self.since = time.time()
         self.prompt: Prompt | None = None
+        self.last_answer: dict[str, Any] | None = None  # the outcome of the last answer (the card shows it)
         self._card: Card | None = None
         self._viewers: dict[int, OutputListener] = {}
         self._ids = itertools.count(1)
@@ -91,6 +92,10 @@ class PaneEndpoint:
             "since": round(self.since, 3), "prompt": prompt_json(self.prompt) if blocked else None,
             "exit_code": pane.exit_code, "cols": pane.screen.cols, "rows": pane.screen.rows,
             "interactive": not blocked and not pane.exited,
+            # what the pane is (core/panekind.py): only "agent" and "unknown" cards are counted, notified,
+            # answered and put in stats; a "view" names the card it shows in `view_of` (the board links it)
+            "kind": pane.kind.kind, "what": pane.kind.what, "view_of": None,
+            "answer": self.last_answer,
             **self._version(),
         }
 
@@ -160,12 +165,14 @@ class PaneEndpoint:
         if self.pane.exited:
             raise RemoteError("exited", f"pane {self.pane.pane_id} has exited")
 
-    async def send(self, text: str, enter: bool = True) -> None:
+    async def send(self, text: str, enter: bool = True) -> dict[str, Any]:
         self._refuse_if_exited()
         try:
-            await self.guard.send(text, enter)
+            result = await self.guard.send(text, enter)
         except GuardError as exc:
             raise wire_error(exc) from None
+        return {"submitted": result.submitted, "state": result.state, "elapsed": round(result.elapsed, 3),
+                "how": result.how}
 
     async def answer(self, option: str, fingerprint: str) -> dict[str, Any]:
         self._refuse_if_exited()
@@ -176,8 +183,13 @@ class PaneEndpoint:
         finally:
             self._read_prompt()
             self._publish()
+        self.last_answer = {"option": result.option.number, "label": result.option.label, "applied": result.applied,
+                            "outcome": result.outcome, "at": round(time.time(), 3),
+                            "elapsed": round(result.elapsed, 3)}
+        self._publish()  # the card shows the outcome
         return {"option": {"number": result.option.number, "label": result.option.label},
-                "cleared": result.cleared, "state": result.state, "prompt_after": prompt_json(result.prompt_after)}
+                "cleared": result.cleared, "state": result.state, "prompt_after": prompt_json(result.prompt_after),
+                "applied": result.applied, "outcome": result.outcome, "elapsed": round(result.elapsed, 3)}
 
     async def keys(self, data: bytes, *, attached: bool = False) -> None:
         self._refuse_if_exited()

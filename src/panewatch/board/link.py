@@ -40,6 +40,14 @@ MAX_BACKLOG = 4 * 1024 * 1024  # unsent bytes to the daemon before we stop strea
 ENV = "PANEWATCH_BOARD"
 
 
+def where_run() -> dict[str, Any]:
+    """This process and the tmux pane it runs in, if any (`$TMUX` = socket,pid,session; `$TMUX_PANE` = %ID)."""
+    socket, pane = os.environ.get("TMUX", "").split(",")[0], os.environ.get("TMUX_PANE", "")
+    inside = bool(socket) and pane.startswith("%")
+    return {"runner_pid": os.getpid(), "host_tmux_pane": pane if inside else None,
+            "host_tmux_socket": socket if inside else None}
+
+
 def board_mode() -> str:
     mode = os.environ.get(ENV, "auto").strip().lower() or "auto"
     return mode if mode in ("auto", "connect", "off") else "auto"
@@ -61,6 +69,8 @@ class BoardLink:
         self.peer: Peer | None = None
         self.registrations = 0
         self.board_id: str | None = None  # this pane's id on the board, once registered (a notification's click)
+        self.where = where_run()
+        self.on_ring: Callable[[str, str], object] | None = None  # the run's terminal backend (cli/run.py)
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._unwatch: Any = None
@@ -125,7 +135,7 @@ class BoardLink:
         # the daemon registered us are dropped there; the full card follows the reply.
         self.peer = peer
         try:
-            reply = await peer.request("register", card=self.endpoint.card())
+            reply = await peer.request("register", card=self._card(self.endpoint.card()))
         except RemoteError:
             log.debug("board link: register failed", exc_info=True)
             self.peer = None
@@ -141,9 +151,14 @@ class BoardLink:
         self.peer = None
         self._stop_stream()
 
+    def _card(self, card: Card) -> Card:
+        """The card with where this `run` runs: its process and, inside tmux, the tmux pane hosting it (the daemon
+        makes that pane's own card a view of this one: one agent, one card; board/views.py)."""
+        return {**card, **self.where}
+
     def _on_card(self, card: Card) -> None:
         if self.peer is not None:
-            self.peer.notify("card", card=card)
+            self.peer.notify("card", card=self._card(card))
 
     # -- the daemon's requests ----------------------------------------------------------------
 
@@ -151,8 +166,7 @@ class BoardLink:
         endpoint = self.endpoint
         assert endpoint is not None
         if op == "send":
-            await endpoint.send(str(msg.get("text", "")), bool(msg.get("enter", True)))
-            return None
+            return await endpoint.send(str(msg.get("text", "")), bool(msg.get("enter", True)))
         if op == "answer":
             return await endpoint.answer(str(msg.get("option", "")), str(msg.get("fingerprint", "")))
         if op == "keys":
@@ -164,7 +178,7 @@ class BoardLink:
             expected = msg.get("expected")
             return await endpoint.report_wrong(expected if isinstance(expected, str) and expected else None)
         if op == "ping":
-            return {"card": endpoint.card()}
+            return {"card": self._card(endpoint.card())}
         raise RemoteError("unknown_op", f"a run pane does not do {op!r}")
 
     def _resize(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -182,6 +196,11 @@ class BoardLink:
             self._watch(msg.get("vid"))
         elif op == "unwatch":
             self._stop_stream()
+        elif op == "ring" and self.on_ring is not None:  # the daemon's notification, for our own terminal
+            try:
+                self.on_ring(str(msg.get("title", "")), str(msg.get("body", "")))
+            except Exception:
+                log.debug("board link: ring failed", exc_info=True)
 
     def _watch(self, vid: Any) -> None:
         peer, endpoint = self.peer, self.endpoint

@@ -3,10 +3,14 @@
 A card is plain JSON so the same dict goes from a `run` process to the daemon, to the browser and
 to `panewatch ls --json` unchanged:
 
-    {"id", "name", "agent", "cwd", "command", "origin": "run"|"headless", "pid", "state", "source",
-     "rule", "detail", "since" (unix time the state began), "prompt": PROMPT|null, "exit_code",
+    {"id", "name", "agent", "cwd", "command", "origin": "run"|"headless"|"tmux"|"remote", "pid", "state",
+     "source", "rule", "detail", "since" (unix time the state began), "prompt": PROMPT|null, "exit_code",
      "cols", "rows", "interactive", "agent_version" (null: not known),
-     "unverified": null | "not verified for 2.2.0 · tested 2.1.332" (the verdict is unchanged)}
+     "unverified": null | "not verified for 2.2.0 · tested 2.1.332" (the verdict is unchanged),
+     "kind": "agent"|"view"|"other"|"unknown" (core/panekind.py), "what" (what holds the pane: "bash",
+     "tmux client", "panewatch run"), "view_of": the id of the card a view shows (null: not known),
+     "shows" (what a view shows, for people), "answer": null | {option, label, applied, outcome, at, elapsed}
+     (the last answer's outcome); tmux cards also "target", "tmux_pane", "tmux_server", "window"}
 
     PROMPT = {"question", "options": [{"number", "label", "kind", "key"}], "fingerprint", "body"}
 """
@@ -17,11 +21,19 @@ import time
 from typing import Any
 
 from panewatch.board.rpc import RemoteError
+from panewatch.core.panekind import NOT_AGENT
 from panewatch.core.prompt import Prompt
 from panewatch.core.states import urgency
 from panewatch.errors import PanewatchError
 
 Card = dict[str, Any]
+
+
+def stands_for_agent(card: Card) -> bool:
+    """A card that is an agent's (or a pane we cannot read: its screen may be one): counted, notified, answered
+    and put in stats. A view or another program is none of these (core/panekind.py), nor is `demo --board`'s
+    fake agent (it notifies in the demo's own view, and its waits are no one's)."""
+    return card.get("kind") not in NOT_AGENT and not card.get("demo")
 
 def prompt_json(prompt: Prompt | None) -> dict[str, Any] | None:
     if prompt is None:

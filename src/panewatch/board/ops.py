@@ -7,12 +7,20 @@ websocket (wsession.py), each parameter validated once, here.
                                                            (with pane: the board opens at that pane)
                                                            (security.py); launcher: also a private page
                                                            forwarding to it, for a browser
-    list      —                                            {cards, hosts}: hosts = each [[remote]] host's
-                                                           link {link, error, away, since}
+    list      —                                            {cards, hosts, notes}: hosts = each [[remote]]
+                                                           host's link {link, error, away, since}; notes =
+                                                           what is not watched, and why
+    status    —                                            {notes, hosts, notify}: what is not watched,  ✓
+                                                           hosts' links, notification backends (the
+                                                           board's banner)
     new       {argv, name?, cwd?, env?, cols?, rows?, agent?}  {card}
     prompt    {pane}                                       {card} (its prompt, if blocked)
-    send      {pane, text, enter?}                         — refused while blocked (pane_blocked + prompt)  ✓
-    answer    {pane, option, fingerprint}                  {option, cleared, state, prompt_after}  ✓
+    send      {pane, text, enter?}                         {submitted, state, elapsed, how}: typed, and  ✓
+                                                           (with enter) the agent's turn started; refused
+                                                           while blocked (pane_blocked + prompt), into a
+                                                           non-agent (not_an_agent); not_submitted
+    answer    {pane, option, fingerprint}                  {option, cleared, state, prompt_after,  ✓
+                                                           applied, outcome, elapsed}
     resize    {pane, cols, rows}                           — headless panes; a `run` pane up to   ✓
                                                            its terminal's size (board/link.py)
     dismiss   {pane}                                       — remove an exited pane's card          ✓
@@ -29,6 +37,8 @@ websocket (wsession.py), each parameter validated once, here.
     attach_command {pane, inside?}                         {argv, nested, target}: what `panewatch attach`
                                                            execs for a tmux pane (inside: the caller's
                                                            $TMUX socket); not_tmux for other panes
+    reload    —                                            {path, warnings, after_restart}: config.toml
+                                                           read again (notifications at once)
     shutdown  —                                            —
     ping      —                                            —
 
@@ -46,6 +56,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from aiohttp import web
 
 from panewatch.board.limits import ConnectionGate
 from panewatch.board.model import Card, bad_request
@@ -85,15 +97,18 @@ class Board(Protocol):
     pid: int
     notify_cooldown: float
     clients: int  # open board tabs
+    websockets: set[web.WebSocketResponse]  # their connections (closed at once when the daemon stops)
     stats: Counter[str]
     gate: ConnectionGate  # the web side's connection caps (limits.py)
 
     def info(self) -> Message: ...
     def hosts(self) -> Message: ...
+    def notes(self) -> list[str]: ...
     def login(self, *, launcher: bool = False, pane: str | None = None) -> Message: ...
     async def new_pane(self, spec: NewPane) -> Card: ...
     async def dismiss(self, pane_id: str, *, kill: bool = False) -> None: ...
     def stop(self) -> None: ...
+    def reload(self) -> Message: ...
 
 
 # -- parameters: each validated here and nowhere else ------------------------------------------
@@ -153,8 +168,12 @@ async def _login(board: Board, msg: Message) -> Result:
     return board.login(launcher=launcher, pane=pane)
 
 
+async def _status(board: Board, msg: Message) -> Result:
+    return {"notes": board.notes(), "hosts": board.hosts(), "notify": board.info().get("notify", [])}
+
+
 async def _list(board: Board, msg: Message) -> Result:
-    return {"cards": board.hub.cards(), "hosts": board.hosts()}
+    return {"cards": board.hub.cards(), "hosts": board.hosts(), "notes": board.notes()}
 
 
 async def _new(board: Board, msg: Message) -> Result:
@@ -169,8 +188,7 @@ async def _send(board: Board, msg: Message) -> Result:
     enter = msg.get("enter", True)
     if not isinstance(enter, bool):
         raise bad_request("enter must be true or false")
-    await pane(board, msg).send(text(msg, "text"), enter)
-    return None
+    return await pane(board, msg).send(text(msg, "text"), enter)
 
 
 async def _answer(board: Board, msg: Message) -> Result:
@@ -231,6 +249,10 @@ async def _attach_command(board: Board, msg: Message) -> Result:
     return result
 
 
+async def _reload(board: Board, msg: Message) -> Result:
+    return board.reload()
+
+
 async def _shutdown(board: Board, msg: Message) -> Result:
     asyncio.get_running_loop().call_soon(board.stop)  # after this reply is on its way
     return None
@@ -250,6 +272,7 @@ OPS: dict[str, Op] = {
     "info": Op(_info),
     "login": Op(_login),
     "list": Op(_list),
+    "status": Op(_status, web=True),
     "new": Op(_new),
     "prompt": Op(_prompt),
     "send": Op(_send, web=True),
@@ -261,6 +284,7 @@ OPS: dict[str, Op] = {
     "close": Op(_close),
     "goto": Op(_goto, web=True),
     "attach_command": Op(_attach_command),
+    "reload": Op(_reload),
     "shutdown": Op(_shutdown),
     "ping": Op(_ping),
 }

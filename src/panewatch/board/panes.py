@@ -14,13 +14,17 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from panewatch.board.endpoint import PaneEndpoint
+from panewatch.board.ids import PaneIds, card_key
 from panewatch.board.model import Card, no_such_pane, sort_key
-from panewatch.board.rpc import Peer, RemoteError
+from panewatch.board.rpc import REQUEST_TIMEOUT, Peer, RemoteError
 from panewatch.runtime.live import LivePane
 
 log = logging.getLogger("panewatch.board")
 
-EXITED_TTL = 600.0  # seconds an exited pane's card stays on the board unless dismissed
+# Seconds the daemon waits for a `run` pane's send or answer: the guard's own bounds (its turn, the agent's paste
+# window, the turn starting or the dialog leaving: runtime/guard.py) fit in it, the CLI's 30 s wait holds it.
+INPUT_TIMEOUT = 20.0
+EXITED_TTL = 600.0  # seconds the card of a pane that is gone stays on the board unless dismissed ([board] exited_ttl)
 
 Viewer = Callable[[bytes, bool], None]  # (data, is_repaint)
 Listener = Callable[[str, Card | None], None]  # (pane id, card or None when removed)
@@ -30,7 +34,7 @@ class PaneHandle(Protocol):
     id: str
     card: Card
 
-    async def send(self, text: str, enter: bool) -> None: ...
+    async def send(self, text: str, enter: bool) -> dict[str, Any]: ...
     async def answer(self, option: str, fingerprint: str) -> dict[str, Any]: ...
     async def keys(self, data: bytes, attached: bool) -> None: ...
     async def resize(self, cols: int, rows: int) -> None: ...
@@ -42,14 +46,19 @@ class PaneHandle(Protocol):
 class Hub:
     """All panes by id, their latest cards, and listeners for every card change."""
 
-    def __init__(self) -> None:
+    def __init__(self, ids: PaneIds | None = None, exited_ttl: float = EXITED_TTL) -> None:
+        self.exited_ttl = exited_ttl  # 0: a gone pane's card stays until dismissed
         self.panes: dict[str, PaneHandle] = {}
         self.listeners: set[Listener] = set()
+        self.ids = ids  # ids that outlive the daemon (board/ids.py); None: counted from 1 for this hub's life
         self._ids = itertools.count(1)
         self._expiry: dict[str, asyncio.TimerHandle] = {}
         self.last_activity = time.monotonic()
 
-    def new_id(self) -> str:
+    def new_id(self, key: str | None = None) -> str:
+        """A free id; with `key` (board/ids.py `card_key`), the one that pane had before, if it is free."""
+        if self.ids is not None:
+            return self.ids.id_for(key or card_key("once", next(self._ids), time.time()), lambda i: i in self.panes)
         while (pane_id := str(next(self._ids))) in self.panes:
             pass
         return pane_id
@@ -64,7 +73,8 @@ class Hub:
         if handle is None:
             return
         self.last_activity = time.monotonic()
-        self._expire_later(pane_id, handle.card.get("state") == "exited")
+        # Only a pane that is gone expires: a tmux pane whose agent exited lives on (a shell), and its card with it.
+        self._expire_later(pane_id, handle.card.get("state") == "exited" and getattr(handle, "ended", True))
         for listener in list(self.listeners):
             try:
                 listener(pane_id, handle.card)
@@ -75,9 +85,9 @@ class Hub:
         timer = self._expiry.pop(pane_id, None)
         if timer is not None:
             timer.cancel()
-        if exited:
+        if exited and self.exited_ttl > 0:
             loop = asyncio.get_running_loop()
-            self._expiry[pane_id] = loop.call_later(EXITED_TTL, lambda: loop.create_task(self.remove(pane_id)))
+            self._expiry[pane_id] = loop.call_later(self.exited_ttl, lambda: loop.create_task(self.remove(pane_id)))
 
     async def remove(self, pane_id: str) -> None:
         handle = self.panes.pop(pane_id, None)
@@ -118,8 +128,8 @@ class EndpointInput:
 
     endpoint: PaneEndpoint
 
-    async def send(self, text: str, enter: bool) -> None:
-        await self.endpoint.send(text, enter)
+    async def send(self, text: str, enter: bool) -> dict[str, Any]:
+        return await self.endpoint.send(text, enter)
 
     async def answer(self, option: str, fingerprint: str) -> dict[str, Any]:
         return await self.endpoint.answer(option, fingerprint)
@@ -146,6 +156,10 @@ class LocalPane(EndpointInput):
         self.hub.changed(self.id)
 
 
+    @property
+    def ended(self) -> bool:
+        return self.pane.exited
+
     async def resize(self, cols: int, rows: int) -> None:
         self.endpoint.resize(cols, rows)
 
@@ -163,21 +177,33 @@ class LocalPane(EndpointInput):
 class RemotePane:
     """A `run` pane in another process, reached through its BoardLink connection."""
 
-    def __init__(self, hub: Hub, pane_id: str, peer: Peer, card: Card) -> None:
+    def __init__(self, hub: Hub, pane_id: str, peer: Peer, card: Card, key: str = "") -> None:
         self.id = pane_id
+        self.key = key
         self.hub = hub
         self.peer = peer
+        self.host: dict[str, Any] | None = None  # the tmux pane hosting this run (board/views.py), its place
+        self._raw = card
         self.card = self._own(card)
         self._viewers: dict[int, tuple[Viewer, list[bool]]] = {}  # vid -> (viewer, [ready])
         self._vids = itertools.count(1)
 
     def _own(self, card: Card) -> Card:
-        # The daemon's id for it; the run's own pane id stays its name.
-        return {**card, "id": self.id, "origin": "run", "name": card.get("name") or card.get("id") or self.id}
+        # The daemon's id for it; the run's own pane id stays its name; inside tmux, its host pane's place.
+        return {**card, "id": self.id, "origin": "run", "name": card.get("name") or card.get("id") or self.id,
+                "key": self.key or None, **(self.host or {})}
+
+    def set_host(self, host: dict[str, Any] | None) -> None:
+        """The tmux pane this `run` runs in (its target, window, tmux pane): one card for the agent, in its place."""
+        if host != self.host:
+            self.host = host
+            self.card = self._own(self._raw)
+            self.hub.changed(self.id)
 
     def on_notify(self, op: str, msg: dict[str, Any]) -> None:
         if op == "card" and isinstance(msg.get("card"), dict):
-            self.card = self._own(msg["card"])
+            self._raw = msg["card"]
+            self.card = self._own(self._raw)
             self.hub.changed(self.id)
         elif op == "output":
             data = base64.b64decode(msg.get("data", ""))
@@ -197,16 +223,28 @@ class RemotePane:
         self._viewers.clear()
         self.hub.changed(self.id)
 
-    async def _call(self, op: str, **params: Any) -> dict[str, Any]:
+    async def _call(self, op: str, timeout: float = REQUEST_TIMEOUT, **params: Any) -> dict[str, Any]:
         if self.peer.closed:
             raise RemoteError("exited", f"pane {self.id}'s `panewatch run` is gone")
-        return await self.peer.request(op, **params)
+        return await self.peer.request(op, timeout=timeout, **params)
 
-    async def send(self, text: str, enter: bool) -> None:
-        await self._call("send", text=text, enter=enter)
+    @property
+    def ended(self) -> bool:
+        return self.peer.closed or self.card.get("state") == "exited"
+
+    def ring(self, title: str, body: str) -> bool:
+        """The notification's terminal backend in the `run`'s own terminal (its link writes it there)."""
+        if self.peer.closed:
+            return False
+        self.peer.notify("ring", title=title, body=body)
+        return True
+
+    async def send(self, text: str, enter: bool) -> dict[str, Any]:
+        reply = await self._call("send", INPUT_TIMEOUT, text=text, enter=enter)
+        return {k: v for k, v in reply.items() if k not in ("re", "ok")}
 
     async def answer(self, option: str, fingerprint: str) -> dict[str, Any]:
-        reply = await self._call("answer", option=option, fingerprint=fingerprint)
+        reply = await self._call("answer", INPUT_TIMEOUT, option=option, fingerprint=fingerprint)
         return {k: v for k, v in reply.items() if k not in ("re", "ok")}
 
     async def keys(self, data: bytes, attached: bool) -> None:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from panewatch.board.ids import card_key
 from panewatch.board.model import Card
 from panewatch.board.panes import Hub
 from panewatch.board.tmux import TmuxHandle
@@ -36,7 +37,7 @@ ChangeListener = Callable[[TmuxHandle, StateChange], None]
 class RemoteHandle(TmuxHandle):
     def __init__(self, hub: Hub, pane: RemotePane, server: RemoteServer) -> None:
         self.remote = pane
-        super().__init__(hub, pane.board_id, pane, server)
+        super().__init__(hub, pane.board_id, pane, server, key=card_key("remote", pane.board_id))
         self.endpoint.guard.pane_id = pane.board_id  # refusals name the host too
 
     def _name(self) -> str:

@@ -9,8 +9,10 @@
   `panewatch board` has the daemon write a private launcher page (0600, in the 0700 runtime dir,
   unpredictable name, removed when its token expires) that forwards into the board, as Jupyter
   does, and opens that: the browser's argv carries only a file path.
-* The cookie is random per daemon and lives only in its memory and the browser: a daemon restart
-  signs every tab out (run `panewatch board` again).
+* The cookie is signed with a key kept in the state directory (`board-cookie.key`, 0600, in a 0700
+  directory: readable by the user only, as their shell history is) and expires after COOKIE_TTL: an open
+  tab reconnects to a restarted daemon (on the same port, board/daemon.py remembers it) without a new
+  sign-in. Removing the key signs every browser out.
 * Host must name this server (127.0.0.1 / localhost / [::1] with our port): a DNS-rebinding page
   ("evil.example" resolving to 127.0.0.1) sends its own name as Host and is refused.
 * Origin, when a browser sends it, must be this server's own origin; the websocket requires it
@@ -40,6 +42,8 @@ from panewatch.core import redact as redaction
 LOOPBACK_NAMES = ("localhost",)
 LOGIN_PREFIX, COOKIE_PREFIX = "pwb_", "pwc_"
 LOGIN_TTL = 120.0  # seconds a one-time login link stays valid if unused
+COOKIE_TTL = 7 * 86400.0  # seconds a board cookie is valid (across daemon restarts, while the key is kept)
+COOKIE_KEY_FILE = "board-cookie.key"
 MAX_LOGINS = 32  # outstanding one-time tokens kept; minting more drops the oldest
 SECURITY_HEADERS = {
     # 'unsafe-inline' styles only: xterm.js injects <style> elements for its colours. Scripts: files only.
@@ -107,12 +111,14 @@ class Access:
     """The checks for one daemon: its one-time login tokens, its cookie, the hosts and origins that are its own."""
 
     def __init__(self, host: str, port: int, *, login_ttl: float = LOGIN_TTL, max_logins: int = MAX_LOGINS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, cookie_key: bytes | None = None,
+                 wall: Callable[[], float] = time.time) -> None:
         self.port = port
         names = {"127.0.0.1", "localhost", "[::1]", host if ":" not in host else f"[{host}]"}
         self.hosts = {f"{name}:{port}" for name in names}
         self.origins = {f"http://{h}" for h in self.hosts}
-        self.cookie_value = COOKIE_PREFIX + secrets.token_urlsafe(32)
+        self._cookie_key = cookie_key or secrets.token_bytes(32)  # none kept: valid for this daemon's life only
+        self._wall = wall
         self.cookie_name = f"panewatch_board_{port}"  # cookies ignore ports: one per daemon
         self.login_ttl, self._max_logins, self._clock = login_ttl, max_logins, clock
         # Digests, not tokens: nothing kept here is a usable secret, and lookups compare no secret bytes.
@@ -147,5 +153,43 @@ class Access:
             return not required
         return origin.lower() in self.origins
 
+    @property
+    def cookie_value(self) -> str:
+        """A new cookie: when it was issued, signed with the cookie key."""
+        issued = str(int(self._wall()))
+        return f"{COOKIE_PREFIX}{issued}_{self._sign(issued)}"
+
+    def _sign(self, issued: str) -> str:
+        message = f"{issued}:{self.cookie_name}".encode()
+        return hmac.new(self._cookie_key, message, hashlib.sha256).hexdigest()
+
     def cookie_ok(self, value: str | None) -> bool:
-        return value is not None and hmac.compare_digest(value.encode(), self.cookie_value.encode())
+        if value is None or not value.startswith(COOKIE_PREFIX):
+            return False
+        issued, _, signature = value[len(COOKIE_PREFIX):].partition("_")
+        if not issued.isdigit() or not hmac.compare_digest(signature.encode(), self._sign(issued).encode()):
+            return False
+        return 0 <= self._wall() - int(issued) <= COOKIE_TTL
+
+
+def cookie_key(directory: Path) -> bytes | None:
+    """The board's cookie key in `directory` (the state dir), made on first use: 32 random bytes, 0600. None when
+    it cannot be kept (the cookie then lasts the daemon's life only)."""
+    path = directory / COOKIE_KEY_FILE
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(secrets.token_bytes(32))
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if st.st_uid != os.getuid() or st.st_mode & 0o077:
+                return None  # not ours alone: not a secret
+            key = fh.read(64)
+    except OSError:
+        return None
+    return key if len(key) >= 32 else None

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from panewatch.board.endpoint import PaneEndpoint
+from panewatch.board.ids import card_key
 from panewatch.board.model import Card, bad_request, wire_error
 from panewatch.board.panes import EndpointInput, Hub, Viewer
 from panewatch.board.rpc import RemoteError
@@ -35,7 +36,7 @@ from panewatch.errors import TmuxError
 from panewatch.runtime.driver import Manifests
 from panewatch.runtime.paneclient import ENV_PANE_ID, ENV_SOCKET, ENV_TOKEN
 from panewatch.runtime.tmux import TmuxServer, check_socket, check_socket_dir, socket_dir, user_servers
-from panewatch.runtime.tmux_watch import TmuxPane, TmuxWatcher
+from panewatch.runtime.tmux_watch import TmuxPane, TmuxWatcher, skipped_message
 
 log = logging.getLogger("panewatch.board")
 
@@ -68,12 +69,15 @@ def agents_in_tmux() -> bool:
 
 
 class TmuxHandle(EndpointInput):
-    def __init__(self, hub: Hub, pane_id: str, pane: TmuxPane, server: TmuxServer) -> None:
+    def __init__(self, hub: Hub, pane_id: str, pane: TmuxPane, server: TmuxServer, key: str = "") -> None:
         self.id = pane_id
+        self.key = key  # what makes it the same pane across daemon restarts (board/ids.py): stats rows by it
         self.hub = hub
         self.pane = pane
         self.server = server
         self._marked = ""
+        self.view_of: str | None = None  # the card this pane shows, when it is a view (board/views.py)
+        self.shows: str | None = None  # what it shows, for people ("agents:0.0", "devbox")
         self.endpoint = PaneEndpoint(pane, name=self._name(), cwd="", origin="tmux",
                                      command=pane.info.current_command, on_card=self._on_card)
         self.card: Card = self._own(self.endpoint.card())
@@ -88,7 +92,9 @@ class TmuxHandle(EndpointInput):
         info = self.pane.info
         return {**card, "id": self.id, "name": self._name(), "origin": "tmux", "target": info.target,
                 "tmux_pane": info.pane_id, "tmux_server": self.server.label, "window": info.window_name,
-                "command": info.current_command, "cwd": ""}
+                "command": info.current_command, "cwd": getattr(info, "cwd", ""), "key": self.key or None,
+                "view_of": self.view_of if card.get("kind") == "view" else None,
+                "shows": self.shows if card.get("kind") == "view" else None}
 
     def _on_card(self, card: Card) -> None:
         self.card = self._own(card)
@@ -104,6 +110,27 @@ class TmuxHandle(EndpointInput):
 
     def refresh(self) -> None:
         self._on_card(self.endpoint.card())
+
+    @property
+    def ended(self) -> bool:
+        """The tmux pane itself is gone (closed, its server exited); an exited agent leaves a live pane."""
+        return self.pane.exited
+
+    def started_by_new(self) -> bool:
+        """A pane `panewatch new` started (the dedicated session on the default server): `kill` may end it."""
+        return self.pane.info.session_name == DEDICATED_SESSION and self.server == dedicated_server()
+
+    async def kill(self) -> None:
+        try:
+            await self.server.run("kill-pane", "-t", self.pane.pane_id)
+        except TmuxError as exc:
+            raise RemoteError("tmux", str(exc)) from None
+
+    def set_view(self, view_of: str | None, shows: str | None) -> None:
+        """What this pane shows, if it is a view (board/views.py names it)."""
+        if (view_of, shows) != (self.view_of, self.shows):
+            self.view_of, self.shows = view_of, shows
+            self.refresh()
 
     async def resize(self, cols: int, rows: int) -> None:
         raise RemoteError("not_resizable", "a tmux pane takes its size from tmux (panewatch never changes a layout)")
@@ -150,11 +177,29 @@ class TmuxBoard:
         self.handles: dict[tuple[TmuxServer, str], TmuxHandle] = {}
         self._task: asyncio.Task[None] | None = None
         self._warned: set[str] = set()
+        # What is not watched and why, for `ls` and the board's banner: (server, session) -> message; the
+        # sockets tmux's rule refused, as of the last scan
+        self.skipped: dict[tuple[str, str], str] = {}
+        self._refusals: list[str] = []
+
+    @property
+    def notes(self) -> list[str]:
+        return [*self._refusals, *self.skipped.values()]
 
     def _refused(self, exc: TmuxError) -> None:
+        self._refusals.append(f"tmux not watched: {exc}")
         if str(exc) not in self._warned:
             self._warned.add(str(exc))
             log.warning("tmux: %s", exc)
+
+    def _skipped(self, server: TmuxServer, session: str, hooks: list[str]) -> None:
+        """A watcher does not watch `session` ("": the whole server) because of the user's tmux hooks (or, with
+        no hooks, watches it again)."""
+        if hooks:
+            self.skipped[(server.label, session)] = skipped_message(server.label, session, hooks)
+            log.warning("%s", self.skipped[(server.label, session)])
+        else:
+            self.skipped.pop((server.label, session), None)
 
     async def start(self) -> None:
         if not self.watch or shutil.which("tmux") is None:
@@ -171,6 +216,7 @@ class TmuxBoard:
                 log.exception("tmux scan failed")
 
     async def scan(self) -> None:
+        self._refusals = []
         found = set(self.servers())
         for server in found - set(self.watchers):
             await self._watch(server)
@@ -178,10 +224,12 @@ class TmuxBoard:
             if server not in found and not watcher.panes:  # its socket is gone: the server is gone
                 await watcher.close()
                 del self.watchers[server]
+                self.skipped = {k: v for k, v in self.skipped.items() if k[0] != server.label}
 
     async def _watch(self, server: TmuxServer) -> TmuxWatcher | None:
         watcher = TmuxWatcher(server, self.manifests, on_added=lambda pane: self._added(server, pane),
                               on_removed=lambda pane: self._removed(server, pane), attach_hooks=self.attach_hooks,
+                              on_skipped=lambda session, hooks: self._skipped(server, session, hooks),
                               hooks="take")  # installed hooks report to the daemon (runtime/tmux_hooks.py)
         self.watchers[server] = watcher
         try:
@@ -197,7 +245,9 @@ class TmuxBoard:
         return watcher
 
     def _added(self, server: TmuxServer, pane: TmuxPane) -> None:
-        handle = TmuxHandle(self.hub, self.hub.new_id(), pane, server)
+        info = pane.info  # the same pane while its server lives: the same id across daemon restarts (board/ids.py)
+        key = card_key("tmux", server.label, *info.server, info.pane_id)
+        handle = TmuxHandle(self.hub, self.hub.new_id(key), pane, server, key=key)
         self.handles[(server, pane.pane_id)] = handle
         self.hub.add(handle)
 

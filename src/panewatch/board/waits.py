@@ -15,7 +15,7 @@ import time
 import uuid
 from typing import Any
 
-from panewatch.board.model import Card
+from panewatch.board.model import Card, stands_for_agent
 from panewatch.core.waits import summarize
 from panewatch.runtime.waitstore import Recording, WaitRecorder, local_day
 
@@ -32,8 +32,9 @@ class BoardWaits:
         self._cached: tuple[tuple[int, int, Recording], float, dict[str, Any]] | None = None
 
     def on_card(self, pane_id: str, card: Card | None) -> None:
-        """A Hub listener: called on every card change, and with None when a card leaves."""
-        if card is None:
+        """A Hub listener: called on every card change, and with None when a card leaves. A card that stands for
+        no agent (a view, a shell: core/panekind.py) waits for nobody: its open wait, if any, ends."""
+        if card is None or not stands_for_agent(card):
             key = self._keys.pop(pane_id, None)
             self._states.pop(pane_id, None)
             if key is not None:
@@ -44,7 +45,8 @@ class BoardWaits:
         if state == old:
             return
         self._states[pane_id] = state
-        key = self._keys.setdefault(pane_id, uuid.uuid4().hex[:16])
+        # the pane's own key (board/ids.py: the same pane across daemon restarts), else this life's
+        key = self._keys.setdefault(pane_id, str(card.get("key") or uuid.uuid4().hex[:16]))
         since = card.get("since")
         t = float(since) if isinstance(since, int | float) and not isinstance(since, bool) else time.time()
         self.recorder.change(key, t, state, old=old, pane_id=pane_id, name=str(card.get("name") or pane_id),

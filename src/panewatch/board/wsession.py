@@ -61,6 +61,7 @@ class BoardSession:
         except BaseException:
             self.board.clients -= 1
             raise
+        self.board.websockets.add(self.ws)  # the daemon closes it at once when it stops (a tab then reconnects)
         hub = self.board.hub
         hub.listeners.add(self._on_card)
         writer = asyncio.get_running_loop().create_task(self._writer())
@@ -74,6 +75,7 @@ class BoardSession:
                     break
         finally:
             self.board.clients -= 1
+            self.board.websockets.discard(self.ws)
             hub.listeners.discard(self._on_card)
             self._close_view()
             writer.cancel()

@@ -64,6 +64,11 @@ def register(sub: Any) -> None:
     q.add_argument("--agent", dest="agents", action="append", metavar="AGENT",
                    help="only this agent (repeatable; default: every agent with a capture profile)")
     q.set_defaults(func=lambda ns: _bench_agents(ns))
+    q = benches.add_parser("submit", help="each real CLI's paste window: Enter taken as submit by its gap after the "
+                                          "text, and `send` with the manifest's gap")
+    q.add_argument("--tries", type=int, default=2)
+    q.add_argument("--agent", dest="agents", action="append", metavar="AGENT", help="only this agent (repeatable)")
+    q.set_defaults(func=lambda ns: _bench_submit(ns))
     q = benches.add_parser("hook", help="wall time of the hook command (`panewatch pane report`) per call")
     q.add_argument("-n", type=int, default=100)
     q.add_argument("--installed", action="store_true", help="the installed hook (`pane hook …`, `hooks install`): "
@@ -82,6 +87,14 @@ def _bench_agents(ns: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     print(run(ns.reps, tuple(ns.agents or PROFILES), ns.hooks))
+    return 0
+
+
+def _bench_submit(ns: argparse.Namespace) -> int:
+    from panewatch.lab.bench.submit import run
+    from panewatch.testing.capture import PROFILES
+
+    print(run(ns.tries, tuple(ns.agents or PROFILES)))
     return 0
 
 

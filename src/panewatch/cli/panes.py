@@ -14,18 +14,20 @@ import json
 import os
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from panewatch.board import client
 from panewatch.board.client import DaemonNotRunning
-from panewatch.board.model import Card, decided_by, format_duration, in_state
+from panewatch.board.model import Card, decided_by, format_duration, in_state, stands_for_agent
 from panewatch.board.rpc import RemoteError
 
 
 def register(subparsers: Any) -> None:
     ls = subparsers.add_parser("ls", help="list the panes the board knows (blocked first)")
     ls.add_argument("--json", action="store_true", help="one JSON object: {\"panes\": [CARD, ...]}")
+    ls.add_argument("--all", action="store_true", help="also the panes that hold no agent (shells, pagers, …)")
     ls.set_defaults(func=cmd_ls)
 
     new = subparsers.add_parser("new", help="start CMD in a new headless pane owned by the daemon")
@@ -123,25 +125,64 @@ def cmd_ls(ns: argparse.Namespace) -> int:
     cards: list[Card] = listed["cards"]
     hosts: dict[str, dict[str, Any]] = listed.get("hosts") or {}
     if ns.json:
-        print(json.dumps({"panes": cards, "hosts": hosts}, ensure_ascii=False))
+        print(json.dumps({"panes": cards, "hosts": hosts, "notes": listed.get("notes") or []}, ensure_ascii=False))
         return 0
-    for line in host_lines(hosts):
-        print(line)
+    for line in [*host_lines(hosts), *(str(n) for n in listed.get("notes") or [])]:
+        print(plain(line))
+    agents = [c for c in cards if stands_for_agent(c)]
+    views = [c for c in cards if c.get("kind") == "view"]
+    others = [c for c in cards if c.get("kind") == "other"]
     if not cards:
         print("no panes (start one with `panewatch run -- CMD` or `panewatch new -- CMD`)")
         return 0
-    rows = [("ID", "NAME", "AGENT", "STATE", "FOR", "CWD", "DECIDED BY")]
-    for card in cards:
-        rows.append((str(card["id"]), str(card.get("name", ""))[:24], card.get("agent") or "-", str(card["state"]),
-                     format_duration(in_state(card)), _short_path(str(card.get("cwd", ""))), decided_by(card)))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    for i, row in enumerate(rows):
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1])
-        if i and cards[i - 1].get("unverified"):  # the agent's version is outside the manifest's verified ones
-            print(f"    {cards[i - 1]['unverified']}")
-        if i and cards[i - 1]["state"] == "blocked":
-            print("\n".join(prompt_lines(cards[i - 1].get("prompt"))))
+    if agents or ns.all:
+        _table(agents + (others if ns.all else []))
+    elif not views:
+        print("no agents (start one with `panewatch run -- CMD`, `panewatch new -- CMD`, or in any tmux pane)")
+    for card in views:
+        shown = f"view of {card['view_of']}" if card.get("view_of") else "view"
+        what = card.get("shows") or card.get("what") or ""
+        print(plain(f"{card['id']}  {shown} ({what})  {card.get('target') or card.get('name') or ''}"))
+    if others and not ns.all:
+        kinds = Counter(str(c.get("what") or "?").split(" ")[0] for c in others)
+        listing = ", ".join(f"{n} {what}" for what, n in kinds.most_common())
+        print(plain(f"also watching {len(others)} pane{'s' if len(others) > 1 else ''} without an agent ({listing}): "
+                    "`panewatch ls --all` lists them"))
     return 0
+
+
+def _table(cards: list[Card]) -> None:
+    rows: list[tuple[str, ...]] = [("ID", "NAME", "AGENT", "STATE", "FOR", "WHERE", "DECIDED BY")]
+    for card in cards:
+        agent = card.get("agent") or ("-" if stands_for_agent(card) else f"({card.get('what') or 'no agent'})")
+        rows.append((str(card["id"]), str(card.get("name", ""))[:24], agent, str(card["state"]),
+                     format_duration(in_state(card)), _where(card), decided_by(card)))
+    rows = [tuple(plain(cell) for cell in row) for row in rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    print("  ".join(cell.ljust(w) for cell, w in zip(rows[0], widths, strict=False)) + "  " + rows[0][-1])
+    for row, card in zip(rows[1:], cards, strict=True):
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1])
+        if card.get("unverified"):  # the agent's version is outside the manifest's verified ones
+            print(plain(f"    {card['unverified']}"))
+        if card.get("answer"):
+            print(plain(f"    last answer {card['answer'].get('option')}: {card['answer'].get('outcome')}"))
+        if card["state"] == "blocked":
+            print("\n".join(plain(line) for line in prompt_lines(card.get("prompt"))))
+
+
+def _where(card: Card) -> str:
+    """Where the pane is: its tmux target and window, else its working directory."""
+    target = str(card.get("target") or "")
+    window = str(card.get("window") or "")
+    cwd = _short_path(str(card.get("cwd") or ""))
+    place = f"{target} [{window}]" if target and window else target
+    return f"{place} {cwd}".strip() if place else cwd
+
+
+def plain(text: str) -> str:
+    """A line as the terminal should show it: no control characters from a pane's title, a remote session's
+    name or an agent's question (they would move the cursor or recolour the user's terminal)."""
+    return "".join(ch if ch.isprintable() or ch == "\t" else "?" for ch in text)
 
 
 def cmd_new(ns: argparse.Namespace) -> int:
@@ -174,7 +215,7 @@ def cmd_send(ns: argparse.Namespace) -> int:
         print("panewatch send: no TEXT to type (usage: panewatch send [--no-enter] ID [--] TEXT ...)", file=sys.stderr)
         return 2
     try:
-        asyncio.run(client.call("send", pane=ns.pane, text=" ".join(ns.text), enter=not ns.no_enter))
+        result = asyncio.run(client.call("send", pane=ns.pane, text=" ".join(ns.text), enter=not ns.no_enter))
     except RemoteError as exc:
         if exc.kind == "pane_blocked":
             print(f"panewatch send: pane {ns.pane} is blocked on a prompt; nothing was typed:", file=sys.stderr)
@@ -185,7 +226,15 @@ def cmd_send(ns: argparse.Namespace) -> int:
             print(f"panewatch send: pane {ns.pane} is busy changing (its screen did not settle in time); nothing "
                   "was typed: try again in a moment", file=sys.stderr)
             return 1
+        if exc.kind == "not_submitted":
+            print(f"panewatch send: {exc}. Press Enter in the pane, or `panewatch send {ns.pane} ''` to press it "
+                  "from here", file=sys.stderr)
+            return 1
         return _fail("send", exc)
+    if result.get("submitted"):
+        print(f"sent: {result.get('how')} ({result.get('elapsed')} s after Enter)")
+    elif not ns.no_enter:
+        print(f"typed; {result.get('how') or 'whether the agent took it cannot be told'}")
     return 0
 
 
@@ -210,6 +259,11 @@ def cmd_answer(ns: argparse.Namespace) -> int:
         card: Card = asyncio.run(client.call("prompt", pane=ns.pane))["card"]
     except RemoteError as exc:
         return _fail("answer", exc)
+    if card.get("kind") in ("view", "other"):
+        shows = f"; it shows pane {card['view_of']}: answer there" if card.get("view_of") else ""
+        print(f"panewatch answer: pane {card['id']} runs {card.get('what') or 'a program'}, not an agent{shows}; "
+              "nothing was typed", file=sys.stderr)
+        return 1
     if card["state"] != "blocked":
         print(f"panewatch answer: pane {card['id']} is {card['state']}, not blocked: there is no prompt to answer",
               file=sys.stderr)
@@ -241,9 +295,12 @@ def cmd_answer(ns: argparse.Namespace) -> int:
             print("\n".join(prompt_lines(exc.data.get("prompt"))), file=sys.stderr)
             return 1
         return _fail("answer", exc)
-    cleared = "the prompt cleared" if result.get("cleared") else "the prompt is still on screen"
-    print(f"answered {result['option']['number']}. {result['option']['label']}: {cleared}, pane is {result['state']}")
-    return 0
+    said = f"answered {result['option']['number']}. {result['option']['label']}: {result.get('outcome')}"
+    if result.get("applied"):
+        print(f"{said} ({result.get('elapsed')} s)")
+        return 0
+    print(f"panewatch answer: {said}", file=sys.stderr)
+    return 1
 
 
 def cmd_attach(ns: argparse.Namespace) -> int:

@@ -193,7 +193,7 @@ class _Runner:
                         manifests=self.watcher, record=self.record, events=self.events, on_output=gate.child,
                         on_error=self.errors.append, tcattrs=self.terminal.child_modes())
         links: list[BoardLink] = []  # a notification's click opens the board at the id the link registered
-        notifier, on_change = _notifier(pane, gate, self.errors, lambda: links[0].board_id if links else None)
+        notifier, on_change = _notifier(pane, gate, self.errors, lambda: links[0] if links else None)
         pane.subscribe(on_change)
         try:
             pane.start()
@@ -209,6 +209,7 @@ class _Runner:
 
         link = BoardLink(pane, name=pane_id, command=shlex.join(self.argv),
                          terminal_size=self.terminal.size if self.terminal.is_tty else None)
+        link.on_ring = notifier.ring  # the daemon's notification for this pane rings this terminal
         link.start()
         links.append(link)
 
@@ -246,18 +247,35 @@ class _Runner:
             await watchdog.close()
 
 
+REGISTER_WAIT = 2.0  # seconds a change waits for the board link to register before `run` notifies it itself
+
+
 def _notifier(pane: LivePane, gate: OutputGate, errors: list[str],
-              board_pane: Callable[[], str | None]) -> tuple[Notifier, Callable[[StateChange], None]]:
-    """Notifications for this pane; the terminal backend writes through `gate`, between CMD's sequences."""
+              link: Callable[[], BoardLink | None]) -> tuple[Notifier, Callable[[StateChange], None]]:
+    """Notifications for this pane while no daemon takes them (one connected notifies for every pane: once per
+    dialog, board/notices.py, and rings this terminal through the link); the terminal backend writes through
+    `gate`, between CMD's sequences."""
     settings = load_settings()
     errors.extend(f"panewatch: {warning}" for warning in settings.warnings)
     # The terminal backend only where a terminal shows it: never into a file or pipe CMD's output goes to.
     writer = gate.own if isatty(gate.fd) else None
     notifier = Notifier(settings, asyncio.get_running_loop().time, terminal_writer=writer, open_board=open_board_at)
 
-    def on_change(change: StateChange) -> None:
+    def notify(change: StateChange) -> None:
+        board = link()
+        if board is not None and board.connected and board.board_id is not None:
+            return  # registered with the daemon: it notifies (a card that registers blocked too: board/notices.py)
         notifier.on_state_change(change, prompt_text=lambda: parse_prompt(pane.snapshot(), pane.verdict).text(),
-                                 board_pane=board_pane())
+                                 board_pane=board.board_id if board is not None else None)
+
+    def on_change(change: StateChange) -> None:
+        board = link()
+        if board is not None and board.enabled and board.board_id is None:
+            # Not registered yet: the daemon will hear of this state with the card; if no daemon takes the pane
+            # by REGISTER_WAIT, this process notifies itself.
+            asyncio.get_running_loop().call_later(REGISTER_WAIT, notify, change)
+            return
+        notify(change)
 
     return notifier, on_change
 

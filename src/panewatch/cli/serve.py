@@ -15,6 +15,7 @@ import os
 import resource
 import signal
 import sys
+import time
 import webbrowser
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,8 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--log-file", type=Path, metavar="PATH",
                        help="log here (rotated, bounded in size) instead of stderr; stderr itself goes into it")
     serve.add_argument("--stop", action="store_true", help="ask the running daemon to exit, and wait for it")
+    serve.add_argument("--reload", action="store_true", help="have the running daemon read config.toml again (it "
+                                                             "also does by itself when the file changes)")
     serve.set_defaults(func=cmd_serve)
 
     board = subparsers.add_parser("board", help="open the sessions board in a browser and print a one-time link "
@@ -59,6 +62,8 @@ def register(subparsers: Any) -> None:
 def cmd_serve(ns: argparse.Namespace) -> int:
     if ns.stop:
         return _stop()
+    if ns.reload:
+        return _reload()
     from panewatch.board import logs
     from panewatch.board.limits import Limits
 
@@ -104,6 +109,9 @@ async def _serve(ns: argparse.Namespace, limits: Limits) -> int:
         link = daemon.login()
         print(f"panewatch board: {link['url']}\n  (a one-time link, valid {link['expires_in']:.0f} s; "
               "`panewatch board` opens the board or prints a new one)", flush=True)
+        for backend in daemon.info()["notify"]:  # said once: which notifications can reach you, which cannot
+            print(f"  notifications: {backend['backend']}: {'' if backend['ok'] else 'cannot deliver: '}"
+                  f"{backend['how']}", flush=True)
     try:
         await daemon.wait()
     finally:
@@ -136,6 +144,9 @@ def _more_files() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
+STOP_WAIT = 15.0  # seconds `serve --stop` waits for the daemon's process to be gone
+
+
 def _stop() -> int:
     async def stop() -> int:
         try:
@@ -144,17 +155,44 @@ def _stop() -> int:
         except RemoteError as exc:
             print(f"panewatch serve --stop: {exc}", file=sys.stderr)
             return 1
-        for _ in range(100):  # the socket goes away as it exits
-            try:
-                await client.call("ping", timeout=1.0)
-            except RemoteError:
-                print(f"panewatch daemon {info.get('pid')} stopped")
+        pid = int(info.get("pid") or 0)
+        deadline = time.monotonic() + STOP_WAIT
+        while time.monotonic() < deadline:  # "stopped" means the process is gone: a new daemon may start now
+            if pid <= 0 or not _alive(pid):
+                print(f"panewatch daemon {pid} stopped")
                 return 0
             await asyncio.sleep(0.05)
-        print("panewatch serve --stop: the daemon did not exit within 5 s", file=sys.stderr)
+        print(f"panewatch serve --stop: the daemon (pid {pid}) did not exit within {STOP_WAIT:g} s", file=sys.stderr)
         return 1
 
     return asyncio.run(stop())
+
+
+def _reload() -> int:
+    try:
+        done = asyncio.run(client.call("reload"))
+    except RemoteError as exc:
+        print(f"panewatch serve --reload: {exc}", file=sys.stderr)
+        return 1
+    print(f"panewatch daemon read {done.get('path') or 'the defaults (no config.toml)'} again")
+    for warning in done.get("warnings") or []:
+        print(f"  {warning}", file=sys.stderr)
+    if done.get("after_restart"):
+        print(f"  {', '.join(done['after_restart'])}: takes effect when the daemon restarts", file=sys.stderr)
+    return 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie (our child, not yet reaped) has exited
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+        return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    return True
 
 
 def cmd_board(ns: argparse.Namespace) -> int:

@@ -78,6 +78,9 @@ async def watch(server: TmuxServer, as_json: bool) -> int:
         pane.subscribe(printer)
 
     def on_skipped(session: str, hooks: list[str]) -> None:
+        if not hooks:
+            print(f"panewatch: tmux on {server.label}: watching {session or 'every session'} again", file=sys.stderr)
+            return
         print(f"panewatch: {skipped_message(server.label, session, hooks)}", file=sys.stderr)
 
     settings = load_settings()

@@ -9,6 +9,9 @@ row that applies wins:
     │ 0 │ link_up is False (a remote host's ssh link   │ "link"     │ unreachable                  │
     │   │ is down; local panes are always up)          │            │                              │
     │ 1 │ agent_running is False (shell back in front) │ "process"  │ exited                       │
+    │ 1b│ holds_agent is False (the pane's foreground  │ "process"  │ idle (its kind says what it  │
+    │   │ is a program known not to be an agent: a     │            │ is: core/panekind.py)        │
+    │   │ shell, a pager, a view of another pane)      │            │                              │
     │ 2 │ screen verdict is blocked                    │ "screen"   │ blocked                      │
     │ 3 │ a program status in force (OSC 7501)         │ "terminal" │ its state (done → idle)      │
     │ 4 │ a fresh report (hook or ACP, see below)      │ its own    │ report state (done → idle)   │
@@ -49,6 +52,11 @@ Why this order:
     leftover of the agent that drew it, and a report in flight came from a process that is gone.
     Both are stale, so the process signal wins over them. `agent_running=None` (unknown, e.g. the
     process could not be read) leaves rows 2 to 4 in charge.
+  * Row 1b before the screen and reports — a shell that printed an agent's dialog (`cat` of a transcript,
+    `panewatch ls`), a pager, a nested tmux client showing another pane: none of them waits on the user,
+    whatever their screen shows (core/panekind.py says why the process decides). A report about such a
+    pane comes from an agent that is not in front of it (in the background, or a view's original): the
+    card of the pane where that agent is speaks for it.
 
 What counts as "the screen changed" is `screen_key()`: the visible rows with in-place animation
 blanked out, title excluded. Claude Code blinks the running tool's ● every ~0.6 s while its dialog
@@ -158,15 +166,20 @@ def combine(
     status: Report | None = None,
     link_up: bool = True,
     link_detail: str = "",
+    holds_agent: bool = True,
+    holder: str = "",
 ) -> PaneState:
     """The pane's state from its link, its screen verdict, its latest report and its foreground process.
     `screen_agreed`: the screen has shown the report's state since it arrived (its settling is over).
     `status`: the program's latest OSC 7501 status (source "terminal"), None once it said `clear`.
-    `link_up` False: a remote pane whose host's link is down (row 0)."""
+    `link_up` False: a remote pane whose host's link is down (row 0). `holds_agent` False: the pane's
+    foreground is known not to be an agent (row 1b; `holder` names it)."""
     if not link_up:
         return PaneState("unreachable", "link", None, link_detail or "the link to its host is down")
     if agent_running is False:
         return PaneState("exited", "process", None, "shell back in the foreground")
+    if not holds_agent:
+        return PaneState("idle", "process", None, f"{holder or 'a program'}: not an agent")
     if screen.state == "blocked":
         return PaneState("blocked", "screen", screen.rule, screen.matched)
     if status is not None and status.state in REPORT_STATES and status_is_fresh(status, screen_changed_at, now):

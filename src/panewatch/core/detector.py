@@ -48,6 +48,8 @@ class PaneDetector:
     stats: DetectorStats = field(default_factory=DetectorStats)
     quarantine: Quarantine = field(default_factory=Quarantine)
     sync_hold: float = SYNC_HOLD  # 0: judge frames inside a synchronized update too (the peers' way)
+    # False: the pane holds no agent (core/panekind.py: a shell, a pager, a view): no rule runs on its screen.
+    judging: bool = True
 
     def __post_init__(self) -> None:
         self._sync_since: float | None = None  # when the synchronized update now open began
@@ -107,8 +109,19 @@ class PaneDetector:
             if agent_id is None:
                 self._identified = None
 
+    def set_judging(self, judging: bool) -> None:
+        """Judge the screen by agent rules (True), or not at all (the pane holds no agent)."""
+        if judging != self.judging:
+            self.judging = judging
+            self._judged = self._judged_unknown = None
+            if not judging:
+                self.verdict = UNKNOWN
+
     def classify_now(self) -> Verdict:
         """Classify the current screen regardless of the schedule (the input guard re-checks this way)."""
+        if not self.judging:
+            self.verdict = UNKNOWN
+            return self.verdict
         if not self.skip_unchanged:
             self.screen.invalidate()
             self._judged = self._judged_unknown = None

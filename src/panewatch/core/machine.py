@@ -17,10 +17,12 @@ Everything that decides what `combine()` is told lives here, and only here:
 * a report that ends a block (blocked -> anything else) while the screen shows a frame not judged yet
   is combined at that frame's check (REPORT_WAITS_FOR_SCREEN), not before: a dialog answered within
   milliseconds is still the dialog on that frame, and the pane leaves blocked once, not twice;
+* what the pane is (core/panekind.py `pane_kind`, from its foreground): an agent, a view of another pane,
+  another program, or unknown; only an agent's screen (or one we cannot read) is judged by agent rules;
 * whether the agent still runs: an agent seen by its process or by its screen, then the shell (or a
   program we can tell is not that agent) back in front, means it is gone;
 * which agent's rules judge the screen: pinned, else the foreground process's agent if a manifest
-  knows it, else identification by the screen;
+  knows it, else (the foreground unknown) identification by the screen;
 * exit: the last frame is judged, then the pane is exited for good;
 * a remote pane's link (`link()`): down, the pane is unreachable whatever its last screen said; up
   again only once its screen was redrawn from the host (the caller resyncs first), judged at once.
@@ -42,6 +44,7 @@ from panewatch.core.combine import REPORT_SETTLE, PaneState, Report, combine, sc
 from panewatch.core.detector import PaneDetector
 from panewatch.core.history import History
 from panewatch.core.manifest import Manifest
+from panewatch.core.panekind import UNKNOWN, PaneKind, pane_kind
 from panewatch.core.policy import ChangeDrivenSchedule, Schedule
 from panewatch.core.screen import Screen, Snapshot
 from panewatch.core.termstatus import ProgramStatus
@@ -87,6 +90,17 @@ class StateChange:
                 "source": self.new.source, "agent": self.agent, "detail": self.new.detail or None}
 
 
+def collapse(changes: list[StateChange]) -> list[StateChange]:
+    """Changes that followed each other within one event, as the one change they make together (none when
+    the pane ends where it began): what a caller publishes when it folds a second look into a first."""
+    if len(changes) < 2:
+        return changes
+    first, last = changes[0], changes[-1]
+    if first.old is not None and first.old.state == last.new.state:
+        return []
+    return [replace(last, old=first.old)]
+
+
 class PaneMachine:
     """One pane: feed it events with their time; read `state`; publish what the events return."""
 
@@ -122,6 +136,8 @@ class PaneMachine:
         self.history = History(self.screen, start, self.state, max_bytes=history) if history > 0 else None
         self.link_up = True  # a local pane's always is; a remote pane's follows its host's ssh link
         self.link_detail = ""
+        self.kind: PaneKind = PaneKind("agent", agent) if agent is not None else UNKNOWN
+        self.watched_hosts: frozenset[str] = frozenset()  # [[remote]] hosts: ssh to one is a view (panekind)
 
     # -- events in ---------------------------------------------------------------------------
 
@@ -286,7 +302,11 @@ class PaneMachine:
 
     def _refresh_agent(self) -> None:
         fg = self.fg
-        if fg is None or self.pinned_agent is not None:
+        if self.pinned_agent is not None:  # `--agent ID`: an agent by the user's word, whatever runs
+            return
+        self.kind = pane_kind(fg, watched_hosts=self.watched_hosts)
+        self.detector.set_judging(self.kind.judged)
+        if fg is None:
             return
         known = fg.agent_id is not None and any(m.id == fg.agent_id for m in self._manifests())
         self.detector.set_agent(fg.agent_id if known else None)
@@ -300,9 +320,11 @@ class PaneMachine:
         if fg.agent_id is not None:
             self._agent_seen = self._agent_by_process = True
             return True
-        if fg.is_shell:
+        if not self.kind.judged:  # a shell, `ls`, `vim`, a view after the agent: it is gone
             return False if self._agent_seen else None
-        if self._agent_by_process:  # `ls`, `reset`, `vim` after the agent: its process is known, not there
+        if self.kind.what:  # a transport or an unnamed interpreter: what it shows may be a new agent
+            self._agent_seen = self._agent_by_process = False
+        elif self._agent_by_process:  # the agent's process was known and the group cannot be read now
             return False
         if self.detector.verdict.agent:  # an unrecognised wrapper drawing a known agent's screen
             self._agent_seen = True
@@ -316,7 +338,8 @@ class PaneMachine:
         if report is not None and verdict.state == ("idle" if report.state == "done" else report.state):
             self._screen_agreed, self._settle_due = True, None
         new = combine(verdict, self._screen_changed_at, report, running, t, self._screen_agreed,
-                      self.status_in_force, link_up=self.link_up, link_detail=self.link_detail)
+                      self.status_in_force, link_up=self.link_up, link_detail=self.link_detail,
+                      holds_agent=self.kind.judged, holder=self.kind.what)
         return self._set_state(t, new)
 
     def _set_state(self, t: float, new: PaneState) -> list[StateChange]:

@@ -33,6 +33,9 @@ class ManifestError(PanewatchError, ValueError):
         super().__init__(f"{path}: " + "; ".join(problems))
 
 
+DEFAULT_SUBMIT_GAP = 0.15  # seconds; a manifest says its agent's own (measured: SIGNALS.md)
+
+
 @dataclass(frozen=True, slots=True)
 class Region:
     """Where on the screen a rule looks. `n` is the row count for bottom/top."""
@@ -86,6 +89,9 @@ class Manifest:
     # The packages the agent ships in (npm names like '@openai/codex', PyPI names like 'aider-chat'):
     # a running agent's version is read from their metadata (runtime/version.py).
     packages: tuple[str, ...] = ()
+    # Seconds between the last byte of text `send` types and its Enter: an agent that takes fast input as a paste
+    # (Codex: Enter within 120 ms of a burst is a newline; Gemini CLI: 40 ms) needs its Enter as a key of its own.
+    submit_gap: float = DEFAULT_SUBMIT_GAP
 
 
 def _patterns(value: Any, where: str, key: str, problems: list[str]) -> tuple[Pattern, ...]:
@@ -106,7 +112,8 @@ def _patterns(value: Any, where: str, key: str, problems: list[str]) -> tuple[Pa
 
 
 _AGENT_KEYS = {"id", "name", "processes", "versions", "verified", "detect_title", "detect_screen", "note",
-               "packages"}
+               "packages", "submit_gap"}
+MAX_SUBMIT_GAP = 2.0
 # A version as CLIs print it: 2.1.332, 0.171.0, 1.0.0-beta.3 (compared as written, not as a range).
 VERSION_RE = re.compile(r"\d+(?:\.\d+)+(?:[-+][0-9A-Za-z][0-9A-Za-z.-]*)?")
 _RULE_KEYS = {"id", "state", "region", "any", "all", "none", "note", "identified"}
@@ -192,12 +199,16 @@ def parse_manifest(doc: dict[str, Any], source: str, origin: str = "bundled") ->
         problems.append("[agent]: `verified` must be true or false")
     elif verified and not versions:
         problems.append("[agent]: `verified = true` needs the `versions` the captures were made with")
+    submit_gap = agent.get("submit_gap", DEFAULT_SUBMIT_GAP)
+    if isinstance(submit_gap, bool) or not isinstance(submit_gap, int | float) or not 0 <= submit_gap <= MAX_SUBMIT_GAP:
+        problems.append(f"[agent]: `submit_gap` must be seconds from 0 to {MAX_SUBMIT_GAP:g}, not {submit_gap!r}")
+        submit_gap = DEFAULT_SUBMIT_GAP
     if problems:
         raise ManifestError(source, problems)
     return Manifest(
         id=str(agent_id), name=str(agent.get("name", agent_id)), processes=processes, versions=versions,
         verified=bool(verified), detect_title=detect_title, detect_screen=detect_screen,
-        rules=tuple(rules), source=source, origin=origin, raw=doc, packages=packages,
+        rules=tuple(rules), source=source, origin=origin, raw=doc, packages=packages, submit_gap=float(submit_gap),
     )
 
 

@@ -6,11 +6,14 @@
   tmux itself replaces every control character in them (`free_text()`): a process named `x\nFORGED` or a
   directory with a tab in its name cannot split a line or shift a field (nor, in a notification, forge
   a line of the control protocol). A line that is not exactly one pane's fields is None: unknown.
-* `parse_layout`: a `%layout-change` layout → each pane's size, without asking tmux.
+* `parse_layout`: a `%layout-change` layout → each pane's cell (which panes the window has; a cell is the
+  pane plus its border line with `pane-border-status`, so a pane's own size is asked of tmux).
 * `parse_version`: `tmux -V` → (major, minor); `MIN_VERSION` is what panewatch needs (pause-after,
   client flags on attach).
 * `WATCH_HOOKS`, `tripping_hooks`: the user's tmux hooks that panewatch's own clients and commands
   would run (`show-hooks` output → "name: command" each), so that watching never runs them.
+* `CLIENT_FORMAT`, `parse_client`: one line per client (`list-clients -F`) → `ClientInfo` (its process, whether
+  it is a control client, the pane it shows, its tty, whether its terminal has the focus).
 * `seed_bytes`: tmux's view of a pane (`capture-pane -p -e -N`, its cursor and title) → bytes that
   draw the same screen into a fresh Screen, so a pane already showing a dialog is judged at once.
 """
@@ -28,7 +31,7 @@ MIN_VERSION = (3, 2)
 # `select-window`) would change the user's current window, layout or options because panewatch attached.
 WATCH_HOOKS = ("client-attached", "client-detached", "client-session-changed", "after-attach-session",
                "after-refresh-client", "after-display-message", "after-capture-pane", "after-list-panes",
-               "after-list-sessions", "after-set-option")
+               "after-list-sessions", "after-set-option", "after-list-clients")
 # A hook that reads one of these formats tells clients apart on purpose: `if -F '#{client_control_mode}' '' …`
 # (set when a client attaches and for its commands), or `#{hook_client}` (what a `client-detached` hook still
 # knows: a terminal client is named after its tty, `/dev/pts/N`; a control client `client-PID`).
@@ -166,3 +169,32 @@ def tripping_hooks(lines: Sequence[str]) -> list[str]:
         if command and name.split("[", 1)[0] in WATCH_HOOKS and not any(g in command for g in CONTROL_GUARDS):
             found.append(f"{name.split('[', 1)[0]}: {command}")
     return found
+
+
+_CLIENT_FIELDS = ("client_pid", "client_control_mode", "pane_id", "session_id", "client_flags", "client_tty",
+                  "client_name")
+CLIENT_FORMAT = "\t".join("#{" + name + "}" for name in _CLIENT_FIELDS)
+
+
+@dataclass(frozen=True, slots=True)
+class ClientInfo:
+    """A client of a tmux server, as `list-clients -F CLIENT_FORMAT` tells it."""
+
+    pid: int
+    control: bool  # a control-mode client (panewatch's own, or another program's): nobody looks through it
+    pane_id: str  # the pane it shows: its session's current window's active pane
+    session_id: str
+    focused: bool  # its terminal has the focus (tmux knows only with focus-events on; else it says focused)
+    tty: str
+    name: str
+
+
+def parse_client(line: bytes | str) -> ClientInfo | None:
+    """One `CLIENT_FORMAT` line; None for a line that is not one."""
+    text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+    values = text.split("\t", len(_CLIENT_FIELDS) - 1)
+    if len(values) != len(_CLIENT_FIELDS) or not values[0].isdigit() or not values[2].startswith("%"):
+        return None
+    v = dict(zip(_CLIENT_FIELDS, values, strict=True))
+    return ClientInfo(int(v["client_pid"]), v["client_control_mode"] == "1", v["pane_id"], v["session_id"],
+                      "focused" in v["client_flags"].split(","), v["client_tty"], v["client_name"])

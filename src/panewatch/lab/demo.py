@@ -63,6 +63,7 @@ class Demo:
     def __init__(self, panes: int = 3, seed: int = 7, time_scale: float = 1.0,
                  write: Callable[[str], None] | None = None) -> None:
         self.n, self.seed, self.time_scale = panes, seed, time_scale
+        self.board = False  # the fake agents on the sessions board too (`demo --board`)
         self.write = write or _stdout_write
         self.log = DemoLog()
         self.panes: list[DemoPane] = []
@@ -79,14 +80,17 @@ class Demo:
             argv = [sys.executable, "-m", "panewatch.lab.fakeagent", "--seed", str(self.seed + i),
                     "--time-scale", repr(self.time_scale)]
             env = {**os.environ, "TERM": "xterm-256color"}
-            pane = LivePane(argv, pane_id=f"agent-{i + 1}", cols=cols, rows=rows, env=env, manifests=watcher)
+            # The fake agent draws Claude Code's screens (lab/fakeagent.py): named so, as `run --agent claude` would.
+            pane = LivePane(argv, pane_id=f"agent-{i + 1}", cols=cols, rows=rows, env=env, manifests=watcher,
+                            agent="claude")
             demo_pane = DemoPane(pane, InputGuard(pane, pane_id=pane.pane_id), random.Random(self.seed * 31 + i))
             pane.subscribe(self._subscriber(demo_pane))
             self.panes.append(demo_pane)
             pane.start()
-            # The fake agents show on the sessions board too (PANEWATCH_BOARD=off keeps them off it).
-            demo_pane.link = BoardLink(pane, name=f"demo {pane.pane_id}", command="panewatch demo (fake agent)")
-            demo_pane.link.start()
+            if self.board:  # asked for (--board): on the sessions board too, marked as the demo's (no stats)
+                demo_pane.link = BoardLink(pane, name=f"demo {pane.pane_id}", command="panewatch demo (fake agent)")
+                demo_pane.link.where["demo"] = True
+                demo_pane.link.start()
 
     def _subscriber(self, dp: DemoPane) -> Callable[[StateChange], None]:
         return lambda change: self._on_change(dp, change)
@@ -169,6 +173,8 @@ class Demo:
 
     def _board_line(self) -> str:
         url = self.board_url()
+        if not self.board:
+            return "not shown there (panewatch demo --board shows these fake agents on it too)"
         return f"{url}  (run `panewatch board` to open it: it signs the browser in)" if url else "(not linked)"
 
     def board_url(self) -> str:
@@ -188,8 +194,11 @@ class Demo:
         self.notifier.close()
 
 
-async def run_demo(panes: int = 3, seconds: float | None = None, seed: int = 7, time_scale: float = 1.0) -> int:
+async def run_demo(panes: int = 3, seconds: float | None = None, seed: int = 7, time_scale: float = 1.0,
+                   board: bool = False) -> int:
     demo = Demo(panes, seed, time_scale)
+    demo.board = board
+    on_board = board
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -201,7 +210,7 @@ async def run_demo(panes: int = 3, seconds: float | None = None, seed: int = 7, 
         quiet[3] &= ~termios.ECHO
         termios.tcsetattr(0, termios.TCSANOW, quiet)
     demo.write(ENTER_VIEW)
-    summary, board = "", ""
+    summary, stays = "", ""
     try:
         await demo.start()
         deadline = None if seconds is None else loop.time() + seconds
@@ -212,7 +221,8 @@ async def run_demo(panes: int = 3, seconds: float | None = None, seed: int = 7, 
                 await asyncio.wait_for(stop.wait(), FRAME)
     finally:
         summary = ", ".join(f"{dp.pane.pane_id} {dp.pane.state.state}" for dp in demo.panes)
-        board = " The sessions board stays up a while: panewatch board." if demo.board_url() else ""
+        stays = " The sessions board stays up: panewatch board (panewatch serve --stop ends it)." \
+            if on_board and demo.board_url() else ""
         await demo.close()
         demo.write(LEAVE_VIEW)
         if saved is not None:
@@ -220,5 +230,5 @@ async def run_demo(panes: int = 3, seconds: float | None = None, seed: int = 7, 
                 termios.tcsetattr(0, termios.TCSANOW, saved)
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(sig)
-    print(f"panewatch demo: stopped ({summary}). Watch your own agent with: panewatch run -- claude{board}")
+    print(f"panewatch demo: stopped ({summary}). Watch your own agent with: panewatch run -- claude{stays}")
     return 0

@@ -18,6 +18,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import time
 from pathlib import Path
 from typing import IO
@@ -29,6 +30,17 @@ from panewatch.runtime.fd import write_all
 
 def fifo_path(fifo_dir: Path, index: int) -> Path:
     return fifo_dir / f"pane-{index}.fifo"
+
+
+def fifo_reader(folder: Path) -> str:
+    """The command a pane runs to show a fake agent's FIFO: `cat`, under the name `claude` (a link in `folder`),
+    so panewatch names the pane's process Claude Code as it would the real CLI (core/identity.py; a pane running
+    `cat` is "another program", never judged: core/panekind.py). The fakes draw Claude's screens."""
+    link = folder / "bin" / "claude"
+    link.parent.mkdir(exist_ok=True)
+    if not link.exists():
+        link.symlink_to(shutil.which("cat") or "/bin/cat")
+    return str(link)
 
 
 async def drive_one(index: int, fd: int, truth: IO[str], *, seed: int, deadline: float,

@@ -26,8 +26,9 @@ from panewatch.core.classify import Verdict
 from panewatch.core.combine import PaneState, Report
 from panewatch.core.detector import TIMER_SLACK, PaneDetector
 from panewatch.core.history import HISTORY_BYTES
-from panewatch.core.machine import Foreground, PaneMachine, StateChange
-from panewatch.core.manifest import Manifest
+from panewatch.core.machine import Foreground, PaneMachine, StateChange, collapse
+from panewatch.core.manifest import DEFAULT_SUBMIT_GAP, Manifest
+from panewatch.core.panekind import PaneKind
 from panewatch.core.policy import ChangeDrivenSchedule, PolicyConfig, Schedule
 from panewatch.core.screen import CellStyle, Screen, Snapshot
 from panewatch.runtime.process import ForegroundTracker
@@ -192,11 +193,31 @@ class PaneDriver:
         due = self.machine.is_due(now)
         if due:
             self._before_check(now)
-        self._publish(self.machine.tick(now))
+        changes = self.machine.tick(now)
+        if any(change.new.state == "blocked" for change in changes):
+            changes = self._confirm_blocked(now, changes)
+        self._publish(changes)
         self._arm(now=None if due else now)
 
     def _before_check(self, now: float) -> None:
         """A scheduled check is about to classify the screen (the source may look at who holds it first)."""
+
+    def _confirm_blocked(self, now: float, changes: list[StateChange]) -> list[StateChange]:
+        """A check would make the pane blocked: look at who holds it NOW before that is published (the last
+        look may be a second old: a `cat` of a transcript right after the agent exited is judged by the
+        agent's rules until the shell is seen in front). The changes that look causes are folded in, so a
+        block that was never true is never published (nor notified, nor counted)."""
+        if not self._look_again(now):
+            return changes
+        fg = self.foreground
+        changes = collapse(changes + self.machine.foreground(now, fg))
+        self._after_foreground(fg)
+        return changes
+
+    def _look_again(self, now: float) -> bool:
+        """Look at who holds the pane now (into `foreground`, not yet told to the machine); True if that
+        changed. A source that cannot look (a remote pane: tmux tells it) says False."""
+        return False
 
     def classify_now(self) -> PaneState:
         """Re-classify the screen now, whatever the schedule says, and return the combined state: the
@@ -213,6 +234,9 @@ class PaneDriver:
 
     def _set_foreground(self, now: float, fg: Foreground | None) -> None:
         self._publish(self.machine.foreground(now, fg))
+        self._after_foreground(fg)
+
+    def _after_foreground(self, fg: Foreground | None) -> None:
         self._foreground_news()
         if self._loop is not None and fg is not None and self.versions.wanted(fg):
             self.versions.probe(self._loop, fg, self.watcher.current(), self._version_learnt)
@@ -267,6 +291,16 @@ class PaneDriver:
     @property
     def agent(self) -> str | None:
         return self.machine.agent
+
+    def submit_gap(self) -> float:
+        """Seconds the agent needs between typed text and its Enter (its manifest's `submit_gap`): the guard's."""
+        manifest = self.watcher.get(self.agent) if self.agent else None
+        return manifest.submit_gap if manifest is not None else DEFAULT_SUBMIT_GAP
+
+    @property
+    def kind(self) -> PaneKind:
+        """What the pane is (core/panekind.py): agent, view, other or unknown."""
+        return self.machine.kind
 
     @property
     def screen(self) -> Screen:

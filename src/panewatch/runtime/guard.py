@@ -3,13 +3,24 @@
     send(text)                   re-classifies NOW; refuses with PaneBlockedError (showing the
                                  prompt) when the pane is blocked, AgentExitedError when the agent
                                  is gone and a shell would run the text as a command,
+                                 NotAnAgentError when the pane's foreground is not an agent at all (a
+                                 shell, a pager, a view of another pane: core/panekind.py),
                                  PaneNotResyncedError when the pane is unreachable (a remote pane
-                                 whose link is down, or back but its screen not yet redrawn).
+                                 whose link is down, or back but its screen not yet redrawn). Then
+                                 types the text, waits the agent's paste window (its manifest's
+                                 `submit_gap`: Codex takes an Enter within 120 ms of fast input as a
+                                 pasted newline), checks again, presses Enter as a key of its own,
+                                 and waits for the turn to start (working or a dialog, or the text
+                                 gone from the input row: core/composer.py); NotSubmittedError if
+                                 it did not within SUBMIT_TIMEOUT.
     keys(data)                   raw keys from a terminal view (the board's): refused the same way;
                                  typed as they are (escapes, arrows, Ctrl-C included).
-    answer(option, fingerprint)  only when blocked AND the prompt on screen has the fingerprint the
-                                 user saw (PromptChangedError otherwise); types that option's key,
-                                 then polls until the prompt clears or `timeout` passes.
+    answer(option, fingerprint)  only an agent's pane (NotAnAgentError), only when blocked AND the
+                                 prompt on screen has the fingerprint the user saw (PromptChangedError
+                                 otherwise); types that option's key, then polls until the prompt
+                                 left and the agent moved on (working, the next dialog, idle:
+                                 `applied`) or `timeout` passes (`applied` False, `outcome` says what
+                                 is on screen).
 
 One write at a time, and never into what the previous one caused before it is on screen: a key that
 opens a dialog has not drawn it yet when the next request arrives (two pipelined `send`s answered
@@ -57,11 +68,16 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from panewatch.core.classify import Verdict
+from panewatch.core.composer import cursor_row, holds, text_tail
+from panewatch.core.manifest import DEFAULT_SUBMIT_GAP
+from panewatch.core.panekind import NOT_AGENT
 from panewatch.core.prompt import Option, Prompt, parse_prompt, read_selection
 from panewatch.core.screen import Snapshot
 from panewatch.errors import (
     AgentExitedError,
+    NotAnAgentError,
     NotBlockedError,
+    NotSubmittedError,
     PaneBlockedError,
     PaneBusyError,
     PaneNotResyncedError,
@@ -93,6 +109,11 @@ QUIET = 0.02
 # (the daemon's RPC to a `run` pane gives up after 10 s, `panewatch send` after 30 s), so a caller
 # always learns whether it was typed: nothing waits in a queue to be typed after its caller gave up.
 BUSY_TIMEOUT = 3.0
+# Seconds after the Enter of a `send` for the agent to show that its turn started (every verified agent shows
+# working within a few hundred ms of a submit, before its model answers), and after an answer's key for the
+# dialog to leave. Below the callers' own timeouts, as BUSY_TIMEOUT.
+SUBMIT_TIMEOUT = 5.0
+ANSWER_TIMEOUT = 5.0
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -130,6 +151,16 @@ class AnswerResult:
     state: str  # the pane's state when the wait ended
     elapsed: float  # seconds from typing the key to `cleared` (or to the timeout)
     prompt_after: Prompt | None = None  # the prompt on screen at the end, if the pane is blocked
+    applied: bool = False  # the prompt left AND the agent moved on (working, the next dialog, idle)
+    outcome: str = ""  # "applied: the agent is working" / "not applied: the prompt is still on screen: …"
+
+
+@dataclass(frozen=True)
+class SendResult:
+    submitted: bool | None  # the turn started (None: no Enter was asked for, or it cannot be told)
+    state: str  # the pane's state when the wait ended
+    elapsed: float  # seconds from the Enter to the sign that the turn started
+    how: str = ""  # "the agent is working", "the input row cleared", "already working: cannot tell"
 
 
 class InputGuard:
@@ -153,17 +184,55 @@ class InputGuard:
             prompt = read_selection(prompt, row_styles(prompt.choice_row))  # same moment as the snapshot
         return prompt
 
-    async def send(self, text: str, enter: bool = True) -> None:
-        """Type `text` (and Enter) into the pane, unless it waits on a prompt or its agent is gone."""
+    async def send(self, text: str, enter: bool = True) -> SendResult:
+        """Type `text` into the pane and submit it with Enter, unless it waits on a prompt, holds no agent, or
+        its agent is gone; then wait for the agent's turn to start (NotSubmittedError if it does not)."""
         data = _CONTROL.sub("", text).encode("utf-8")
         async with self._turn():
-            self._refuse_unless_free()
-            if b"\n" in data and self._bracketed_paste():
-                data = PASTE_START + data.replace(PASTE_END, b"") + PASTE_END
+            before = self._refuse_unless_free()
             if data:
-                self.pane.write(data)
-            if enter:
+                self._type(data)
+            if not enter:
+                return SendResult(None, before.state, 0.0)
+            if not data:  # Enter alone (text typed before, a pasted newline to submit): nothing to tell it by
                 self.pane.write(b"\r")
+                return SendResult(None, before.state, 0.0, "Enter pressed")
+            if data:
+                # The Enter as a key of its own: after the agent's paste window, once the echo has settled.
+                await self._settle(self.pane.clock() + self._submit_gap(), self.pane.clock() + BUSY_TIMEOUT)
+                before = self._refuse_unless_free()  # what is on screen now (no await from here to the Enter)
+            tail = text_tail(text)
+            watch_row = holds(self.pane.snapshot(), tail)
+            start = self.pane.clock()
+            self.pane.write(b"\r")
+        if before.state in ("working", "blocked") and not watch_row:
+            return SendResult(None, before.state, 0.0, f"already {before.state}: whether it took the text cannot be "
+                                                       "told from here")
+        while True:
+            await asyncio.sleep(POLL_INTERVAL)  # lets the pane's read loop feed the agent's redraw
+            checked = self.pane.classify_now()
+            elapsed = self.pane.clock() - start
+            if checked.state in ("working", "blocked") and before.state not in ("working", "blocked"):
+                return SendResult(True, checked.state, elapsed, f"the agent is {checked.state}")
+            if watch_row and not holds(self.pane.snapshot(), tail):
+                return SendResult(True, checked.state, elapsed, "the text left the input row")
+            if checked.state == "exited":
+                raise AgentExitedError(self.pane_id)
+            if elapsed >= SUBMIT_TIMEOUT:
+                raise NotSubmittedError(self.pane_id, SUBMIT_TIMEOUT, cursor_row(self.pane.snapshot()).strip()[-80:])
+
+    def _type(self, data: bytes) -> None:
+        """The text as typed, or as one bracketed paste where the agent enabled it (so its newlines are text)."""
+        if b"\n" in data and self._bracketed_paste():
+            data = PASTE_START + data.replace(PASTE_END, b"") + PASTE_END
+        self.pane.write(data)
+
+    def _submit_gap(self) -> float:
+        probe = getattr(self.pane, "submit_gap", None)
+        try:
+            return float(probe()) if callable(probe) else DEFAULT_SUBMIT_GAP
+        except Exception:
+            return DEFAULT_SUBMIT_GAP
 
     async def keys(self, data: bytes) -> None:
         """Raw keys from a terminal view, as typed, unless the pane waits on a prompt or its agent is gone."""
@@ -171,11 +240,12 @@ class InputGuard:
             self._refuse_unless_free()
             self.pane.write(data)
 
-    async def answer(self, option: int | str, fingerprint: str, timeout: float = 3.0) -> AnswerResult:
+    async def answer(self, option: int | str, fingerprint: str, timeout: float = ANSWER_TIMEOUT) -> AnswerResult:
         """Choose `option` (number, kind, key or label; see Prompt.option) on the prompt the user saw."""
         async with self._turn():
             checked = self.pane.classify_now()
             self._refuse_if_unreachable(checked)
+            self._refuse_unless_agent()
             if checked.state != "blocked":
                 raise NotBlockedError(checked.state)
             prompt = self._prompt(checked)
@@ -199,19 +269,28 @@ class InputGuard:
             cleared = after is None or after.fingerprint != fingerprint
             elapsed = self.pane.clock() - start
             if cleared or elapsed >= timeout:
-                return AnswerResult(chosen, cleared, checked.state, elapsed, after)
+                applied, outcome = _outcome(cleared, checked.state, prompt, after)
+                return AnswerResult(chosen, cleared, checked.state, elapsed, after, applied, outcome)
 
     def _refuse_if_unreachable(self, checked: HasState) -> None:
         if checked.state == "unreachable":  # the screen we would judge is not known to be the pane's now
             raise PaneNotResyncedError(self.pane_id, str(getattr(checked, "detail", "") or "its host is unreachable"))
 
-    def _refuse_unless_free(self) -> None:
+    def _refuse_unless_free(self) -> HasState:
         checked = self.pane.classify_now()
         self._refuse_if_unreachable(checked)
-        if checked.state == "blocked":
-            raise PaneBlockedError(self._prompt(checked), self.pane_id)
         if checked.state == "exited":
             raise AgentExitedError(self.pane_id)
+        self._refuse_unless_agent()
+        if checked.state == "blocked":
+            raise PaneBlockedError(self._prompt(checked), self.pane_id)
+        return checked
+
+    def _refuse_unless_agent(self) -> None:
+        """A pane whose foreground is known not to be an agent (core/panekind.py) takes no text of ours."""
+        kind = getattr(self.pane, "kind", None)
+        if kind is not None and getattr(kind, "kind", None) in NOT_AGENT:
+            raise NotAnAgentError(self.pane_id, str(getattr(kind, "what", "")), getattr(kind, "shows", None))
 
     @contextlib.asynccontextmanager
     async def _turn(self) -> AsyncIterator[None]:
@@ -220,22 +299,29 @@ class InputGuard:
         pane = self.pane
         deadline = pane.clock() + BUSY_TIMEOUT
         async with _turn_of(pane).lock:
-            current = False  # before_write done in this turn
-            while True:
-                now = pane.clock()
-                ready = max(pane.last_input + REACTION, pane.last_output + QUIET)
-                if now >= ready:
-                    if not self._mid_frame():
-                        if current:
-                            break
-                        await self._before_write()
-                        current = True
-                        continue  # what the round trip brought in settles like any output
-                    ready = now + POLL_INTERVAL  # its frame is half drawn: judged (and typed into) once whole
-                if ready > deadline:  # output only ever pushes `ready` later: refuse now, not at the deadline
-                    raise PaneBusyError(self.pane_id, BUSY_TIMEOUT)
-                await asyncio.sleep(ready - now)
+            await self._settle(pane.last_input + REACTION, deadline)
             yield
+
+    async def _settle(self, after: float, deadline: float) -> None:
+        """Wait until `after` has passed, the pane's output has been quiet for QUIET and no frame is half drawn,
+        then take the pane's own step before a check (its `before_write`: a tmux pane's round trip) and let what
+        that brought in settle too; PaneBusyError if that cannot be before `deadline`."""
+        pane = self.pane
+        current = False  # before_write done in this wait
+        while True:
+            now = pane.clock()
+            ready = max(after, pane.last_output + QUIET)
+            if now >= ready:
+                if not self._mid_frame():
+                    if current:
+                        return
+                    await self._before_write()
+                    current = True
+                    continue  # what the round trip brought in settles like any output
+                ready = now + POLL_INTERVAL  # its frame is half drawn: judged (and typed into) once whole
+            if ready > deadline:  # output only ever pushes `ready` later: refuse now, not at the deadline
+                raise PaneBusyError(self.pane_id, BUSY_TIMEOUT)
+            await asyncio.sleep(ready - now)
 
     async def _before_write(self) -> None:
         """The pane's own step before its check (optional): a tmux pane makes its screen current with a round
@@ -259,6 +345,17 @@ class InputGuard:
             return bool(probe()) if callable(probe) else False
         except Exception:  # an optional capability; typing plainly is the safe fallback
             return False
+
+
+def _outcome(cleared: bool, state: str, prompt: Prompt, after: Prompt | None) -> tuple[bool, str]:
+    """Whether an answer took effect, and what the screen says of it."""
+    if not cleared:
+        return False, f"not applied: the prompt is still on screen: {prompt.question or '(its question)'}"
+    if state == "blocked" and after is not None:
+        return True, f"applied: the next dialog is up: {after.question or '(its question)'}"
+    if state in ("working", "idle"):
+        return True, f"applied: the agent is {state}"
+    return False, f"not applied: the dialog left but the pane is {state}"
 
 
 def _turn_of(pane: GuardedPane) -> _Turn:

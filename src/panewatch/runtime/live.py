@@ -408,3 +408,9 @@ class LivePane(PaneDriver):
     def _refresh_foreground(self, now: float) -> None:
         if self._session is not None:
             self._foreground_changed(now, self._session.foreground_pgid())
+
+    def _look_again(self, now: float) -> bool:
+        if self._session is None or self.exit_code is not None:
+            return False
+        self._fg_stale = False
+        return self.tracker.poll(now, self._session.foreground_pgid(), self._session.pid, self.watcher.current())

@@ -8,9 +8,11 @@ Backends:
             board" action (also the notification's default action, its body click); when the user
             picks it, `open_board(pane)` runs (`open_board_at`: `panewatch board --pane ID`). macOS's
             `display notification` and older notify-send have no click action: a plain notification.
-  terminal  BEL, OSC 9 or OSC 777 written to the outer terminal (only in `panewatch run`, where the
-            runtime passes `terminal_writer`); the text is stripped of control characters first,
-            so prompt text can never end the OSC early or inject escape sequences.
+  terminal  the terminal that shows the pane: BEL, OSC 9 or OSC 777 written to the outer terminal of a
+            `panewatch run` (`terminal_writer`, or `ring()` when the daemon asks its run to), or, for a pane
+            in tmux, a message to the tmux clients (the daemon passes `ring` per notification: an escape
+            written into a tmux pane never reaches the user's terminal); the text is stripped of control
+            characters first, so prompt text can never end the OSC early or inject escape sequences.
   command   the user's `notify.command` via /bin/sh -c, with PANEWATCH_PANE, PANEWATCH_STATE,
             PANEWATCH_AGENT, PANEWATCH_PROMPT in its environment (never spliced into the command).
 
@@ -97,8 +99,9 @@ class Notifier:
                               board_pane=board_pane)
 
     def on_change(self, pane_id: str, agent: str, old_state: str, new_state: str, prompt_text: str = "", *,
-                  board_pane: str | None = None) -> list[str]:
-        """Notify if this state change calls for it; returns the names of the backends that fired."""
+                  board_pane: str | None = None, ring: Callable[[str, str], bool] | None = None) -> list[str]:
+        """Notify if this state change calls for it; returns the names of the backends that fired. `ring`: how
+        the terminal backend reaches the terminal showing this pane (title, body → whether it rang)."""
         if not self.wants(old_state, new_state):
             return []
         now = self._clock()
@@ -114,7 +117,7 @@ class Notifier:
         fired: list[str] = []
         backends: list[tuple[str, Callable[[], bool]]] = [
             ("desktop", lambda: self._desktop(title, body, board_pane)),
-            ("terminal", lambda: self._terminal(title, body)),
+            ("terminal", lambda: ring(title, body) if ring is not None else self.ring(title, body)),
             ("command", lambda: self._command(env)),
         ]
         for name, send in backends:
@@ -179,9 +182,11 @@ class Notifier:
         if output.decode("utf-8", "replace").strip() in ACTIONS and self._open_board is not None:
             self._open_board(board_pane)
 
-    def _terminal(self, title: str, body: str) -> bool:
+    def ring(self, title: str, body: str) -> bool:
+        """The terminal backend on this process's own terminal (`terminal_writer`): False without one."""
         if self._terminal_writer is None:
             return False
+        title, body = clean(title, 80), clean(body)
         kind = self.settings.terminal
         if kind == "osc777":
             data = f"\x1b]777;notify;{title.replace(';', ',')};{body}\x07"
@@ -239,6 +244,25 @@ class Notifier:
             os.killpg(proc.pid, signal.SIGKILL)  # its own session: take its children too
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5)
+
+    def availability(self, *, terminal: str = "") -> list[tuple[str, bool, str]]:
+        """Each configured backend: (name, can it deliver, how or why not). `terminal`: how this process's terminal
+        backend reaches a terminal (the daemon: through tmux); "" = its own terminal, if it has one."""
+        out: list[tuple[str, bool, str]] = []
+        for name in self.settings.backends:
+            if name == "desktop":
+                tool = "osascript" if self._platform == "darwin" else "notify-send"
+                found = self._which(tool)
+                fix = "" if self._platform == "darwin" else " (Debian/Ubuntu: apt-get install libnotify-bin)"
+                out.append((name, found is not None, f"through {found}" if found else f"no {tool}{fix}"))
+            elif name == "terminal":
+                how = terminal or ("your terminal" if self._terminal_writer is not None else "")
+                out.append((name, bool(how), how or "no terminal to ring"))
+        if self.settings.command:
+            out.append(("command", True, f"runs {self.settings.command}"))
+        elif "command" in self.settings.backends:
+            out.append(("command", False, "[notify] command is empty"))
+        return out
 
     def running(self) -> int:
         with self._lock:

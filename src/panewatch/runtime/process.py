@@ -52,7 +52,9 @@ def group_members(pgid: int, session_pid: int) -> list[psutil.Process]:
 
 def _leader_alone(pgid: int, manifests: list[Manifest]) -> Foreground | None:
     """The group described from its leader alone, when that settles it: the leader is a known agent,
-    or a plain program (`cat`, `vim`) that cannot be wrapping one. Listing a group's members means
+    or a plain program (`cat`, `vim`) that cannot be wrapping one: no interpreter, no known launcher,
+    no child of its own (a compiled wrapper may start the agent as its child; such a pane would be
+    taken for "another program" and never judged, core/panekind.py). Listing a group's members means
     walking every process on the machine (psutil's children()); with hundreds of panes that walk,
     not detection, would dominate the runtime's CPU."""
     with contextlib.suppress(psutil.Error, OSError):
@@ -62,20 +64,35 @@ def _leader_alone(pgid: int, manifests: list[Manifest]) -> Foreground | None:
             return None
         name, cmdline, _ = info
         agent_id = match_agent(name, cmdline, manifests)
-        if agent_id is not None or not (is_interpreter(name) or base_name(name) in WRAPPERS):
+        plain = not (is_interpreter(name) or base_name(name) in WRAPPERS) and _children(pgid) == b""
+        if agent_id is not None or plain:
             return Foreground(pgid, name, cmdline, False, agent_id, pgid, pgid if agent_id else None)
     return None
 
 
+def _children(pid: int) -> bytes | None:
+    """The pids of `pid`'s children as the kernel lists them per thread (`/proc/PID/task/TID/children`,
+    one read a thread): b"" for none. None when that cannot be read (not Linux, or no such process)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        return b" ".join(part for tid in sorted(tasks) if (part := _read_proc(f"/proc/{pid}/task/{tid}/children")
+                                                            .strip()))
+    except OSError:
+        return None
+
+
 def leader_fingerprint(pgid: int) -> tuple[bytes, ...] | None:
-    """What a leader-alone description (`_leader_alone`) depends on, read from /proc with two plain
-    reads (psutil's Process, oneshot, name, cmdline and create_time take several opens and the boot
-    time): the leader's name, whether it is a zombie, its group, its start time and its command line.
+    """What a leader-alone description (`_leader_alone`) depends on, read from /proc with plain reads
+    (psutil's Process, oneshot, name, cmdline and create_time take several opens and the boot time): the
+    leader's name, whether it is a zombie, its group, its start time, its command line and its children.
     None if it cannot be read (the process is gone, or not Linux): then describe in full."""
     try:
         stat = _read_proc(f"/proc/{pgid}/stat")
         cmdline = _read_proc(f"/proc/{pgid}/cmdline")
     except OSError:
+        return None
+    children = _children(pgid)
+    if children is None:
         return None
     name, _, rest = stat.partition(b" (")[2].rpartition(b")")
     fields = rest.split()
@@ -84,7 +101,7 @@ def leader_fingerprint(pgid: int) -> tuple[bytes, ...] | None:
     # After "pid (comm)": state(0) ppid(1) pgrp(2) ... starttime(19). Only "zombie or not" of the state:
     # a live process flips between running and sleeping all the time, which changes nothing described.
     gone = b"1" if fields[0] in (b"Z", b"X") else b"0"
-    return name, gone, fields[2], fields[19], cmdline
+    return name, gone, fields[2], fields[19], cmdline, children
 
 
 def _read_proc(path: str) -> bytes:

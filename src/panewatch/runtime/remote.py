@@ -160,7 +160,7 @@ class RemotePane(TmuxPane):
 
     # -- identity from tmux's formats --------------------------------------------------------------
 
-    def _look_at_foreground(self, now: float) -> None:
+    def _look_again(self, now: float) -> bool:
         """Who holds the pane, as tmux says (`pane_current_command`): the remote tty is not readable here."""
         self.looked_at = now
         command = self.info.current_command
@@ -168,8 +168,12 @@ class RemotePane(TmuxPane):
         if command:
             fg = Foreground(pgid=self.info.pid, name=command, cmdline=(command,), is_shell=is_shell_name(command),
                             agent_id=match_agent(command, (command,), self.watcher.current()))
-        self._fg = fg
-        self._set_foreground(now, fg)
+        changed, self._fg = fg != self._fg, fg
+        return changed
+
+    def _look_at_foreground(self, now: float) -> None:
+        self._look_again(now)
+        self._set_foreground(now, self._fg)
 
     def command_changed(self, command: str) -> None:
         """tmux's subscription said the pane's current command is now `command`."""

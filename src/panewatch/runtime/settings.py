@@ -15,8 +15,9 @@
     attach_hooks = "skip"                # a session whose tmux hooks would run for panewatch's client is not
                                          # watched (said once); "run": attach anyway
     [board]
-    port = 0                             # the board's loopback TCP port; 0: any free port
+    port = 0                             # the board's loopback TCP port; 0: the last daemon's if free, else any
                                          # (`serve --port N` and $PANEWATCH_BOARD_PORT override it)
+    exited_ttl = 600                     # seconds the card of a pane that is gone stays (0: until dismissed)
 
     [[remote]]                           # a host whose tmux panewatch watches through ssh (one table each)
     host = "user@box"                    # what you would type after `ssh`: user@host or a Host alias
@@ -69,7 +70,8 @@ class TmuxSettings:
 
 @dataclass(frozen=True)
 class BoardSettings:
-    port: int = 0  # 0: any free port
+    port: int = 0  # 0: the last daemon's port if free, else any free port
+    exited_ttl: float = 600.0  # seconds a gone pane's card stays on the board (0: until dismissed)
 
 
 @dataclass(frozen=True)
@@ -167,14 +169,19 @@ def _board(table: Any, path: Path, problems: list[str]) -> BoardSettings:
     if not isinstance(table, dict):
         problems.append(f"{path}: board: must be a table ([board])")
         return BoardSettings()
-    for key in sorted(set(table) - {"port"}):
-        problems.append(f"{path}: board.{key}: unknown key (known: port)")
+    for key in sorted(set(table) - {"port", "exited_ttl"}):
+        problems.append(f"{path}: board.{key}: unknown key (known: port, exited_ttl)")
     port = table.get("port", 0)
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         problems.append(f"{path}: board.port: must be a TCP port 1-65535 (0: any free port), got {port!r}; "
                         "using any free port")
         port = 0
-    return BoardSettings(port)
+    ttl = table.get("exited_ttl", BoardSettings.exited_ttl)
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl < 0:
+        problems.append(f"{path}: board.exited_ttl: must be seconds (0: until dismissed), got {ttl!r}; using "
+                        f"{BoardSettings.exited_ttl:g}")
+        ttl = BoardSettings.exited_ttl
+    return BoardSettings(port, float(ttl))
 
 
 def _finish(path: Path, notify: dict[str, Any], problems: list[str], strict: bool,

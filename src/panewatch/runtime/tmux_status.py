@@ -4,7 +4,8 @@
 
 Stdlib only and dispatched before the rest of the command line is imported (cli/__init__.py): tmux runs
 it every status-interval, so it answers from the daemon in a few milliseconds, and prints nothing (exit
-0) when no daemon runs. `⚠ 2 blocked · 3 working · 1 idle`.
+0) when no daemon runs. `⚠ 2 blocked (agents:0.0) · 3 working · 1 idle`: agents only (a shell, a pager or
+a view of another pane is not counted), and the pane that has waited longest named.
 """
 
 from __future__ import annotations
@@ -18,11 +19,25 @@ from panewatch.runtime import paths
 
 TIMEOUT = 0.5  # seconds: a status line never waits on a busy daemon for long
 ORDER = (("blocked", "⚠ {} blocked"), ("working", "{} working"), ("idle", "{} idle"))
+# Kinds of card that stand for no agent: core/panekind.py NOT_AGENT (this module stays stdlib-only and imports
+# none of panewatch's layers: tmux runs it every status-interval; tests/test_tmux_board.py checks the two agree).
+NOT_AGENT = frozenset({"view", "other"})
 
 
 def summary(cards: list[dict[str, Any]]) -> str:
-    counts = Counter(str(card.get("state")) for card in cards)
-    return " · ".join(text.format(counts[state]) for state, text in ORDER if counts[state])
+    agents = [card for card in cards if card.get("kind") not in NOT_AGENT]
+    counts = Counter(str(card.get("state")) for card in agents)
+    parts = [text.format(counts[state]) for state, text in ORDER if counts[state]]
+    blocked = sorted((c for c in agents if c.get("state") == "blocked"), key=lambda c: float(c.get("since") or 0))
+    where = blocked[0].get("target") or blocked[0].get("name") if blocked else None
+    if where:
+        parts[0] += f" ({_plain(str(where))})"
+    return " · ".join(parts)
+
+
+def _plain(text: str) -> str:
+    """A name as tmux's status line shows it: no control characters, no `#` (tmux would expand a format)."""
+    return "".join(ch for ch in text if ch.isprintable()).replace("#", "##")[:40]
 
 
 def cards_from_daemon(timeout: float = TIMEOUT) -> list[dict[str, Any]] | None:

@@ -214,8 +214,13 @@ class TmuxPane(PaneDriver):
         changes = self.machine.output(now, seed_bytes(info, rows))
         self.seeded = True
         if first:
+            # Who holds the pane before its screen is judged: a shell showing a dialog's words is never blocked,
+            # not even for its first published state.
+            if self._look_again(now):
+                self.machine.foreground(now, self.tracker.current)
             self.machine.check(now)
             self._start_driving(loop)  # publishes the state the seed gave
+            self._after_foreground(self.foreground)
             self._look_at_foreground(now)
             self._publish(self.machine.check(now))
         else:
@@ -257,13 +262,15 @@ class TmuxPane(PaneDriver):
     # -- who holds the tty -------------------------------------------------------------------------
 
     def _look_at_foreground(self, now: float) -> None:
+        if self._look_again(now):
+            self._set_foreground(now, self.tracker.current)
+
+    def _look_again(self, now: float) -> bool:
         self.looked_at = now
         if (self._tty.pane_pid, self._tty.tty) != (self.info.pid, self.info.tty):  # respawn-pane
             self._tty.close()
             self._tty = TtyForeground(self.info.pid, self.info.tty)
-        pgid = self._tty()
-        if self.tracker.poll(now, pgid, self.info.pid, self.watcher.current()):
-            self._set_foreground(now, self.tracker.current)
+        return self.tracker.poll(now, self._tty(), self.info.pid, self.watcher.current())
 
     def _foreground_soon(self, now: float) -> None:
         if now - self.looked_at >= FOREGROUND_MIN:
@@ -359,7 +366,8 @@ class TmuxWatcher:
                  attach_hooks: str = "skip", on_skipped: Callable[[str, list[str]], None] | None = None) -> None:
         self.server = server
         self.attach_hooks = attach_hooks  # "skip": never attach where the user's hooks would run; "run": attach
-        self.on_skipped = on_skipped  # (session name or "" = every session, hooks): not watched. Else a log line
+        self.on_skipped = on_skipped  # (session name or "" = every session, hooks): not watched (hooks [] = watched
+        # again). Else a log line
         self._hooks_seen: dict[str, tuple[float, list[str]]] = {}  # scope -> (when asked, tripping hooks)
         self._names: dict[str, str] = {}  # session id -> name, for what we say about a session
         self.manifests = manifests
@@ -602,6 +610,8 @@ class TmuxWatcher:
         elif before and not hooks:
             log.info("tmux on %s: hooks guarded; watching %s", self.server.label, f"session {name}" if name else
                      "the server")
+            if self.on_skipped is not None:
+                self.on_skipped(name, [])  # watched again
         return hooks
 
     def _client_for(self, info: PaneInfo, pane: TmuxPane | None, load: Counter[int]) -> ControlClient | None:
@@ -715,11 +725,13 @@ class TmuxWatcher:
             return
         name, args = event.name, event.args
         if name == "layout-change" and len(args) >= 2:
+            # Each pane's own size from tmux (`pane_width` x `pane_height`), never the layout's cell: with
+            # `pane-border-status top` a cell has the border's row too (150x39 for a pane of 150x38).
             sizes = parse_layout(args[1])
-            for pane_id, (cols, rows) in sizes.items():
+            for pane_id in sizes:
                 known = self.panes.get(pane_id)
-                if known is not None:
-                    known.set_size(cols, rows)
+                if known is not None and known.client is client:  # every client of the session is told: one asks
+                    self._refresh_info(known)
             in_window = {p for p, pane in self.panes.items() if pane.info.window_id == args[0]}
             if set(sizes) != in_window:
                 self.schedule_resync()

@@ -5,6 +5,13 @@
 import { setupKeys } from "./keys.js";
 
 const STATES = ["blocked", "unreachable", "working", "idle", "exited"];  // core/states.py URGENCY
+const NOT_AGENT = ["view", "other"];  // core/panekind.py: kinds of pane that hold no agent
+
+// A card that stands for an agent (board/model.py stands_for_agent): counted, notified, answered. A view of
+// another pane and another program (a shell, a pager) are shown in one line each, after the agents.
+export function standsForAgent(card) {
+  return !NOT_AGENT.includes(card.kind) && !card.demo;
+}
 const RECONNECT_MAX = 5000;
 
 const cards = new Map();   // id -> card (as the daemon sent it)
@@ -189,7 +196,7 @@ function applyCards(msg, changed) {
       changed.push(entry);
       renderLog.push(entry);
       if (renderLog.length > 20000) renderLog.splice(0, 10000);
-      if (card.state === "blocked" && !firstLoad && (!old || old.state !== "blocked")) notify(card);
+      if (card.state === "blocked" && !firstLoad && (!old || old.state !== "blocked") && standsForAgent(card)) notify(card);
       if (old && (old.state === "blocked" || old.state === "idle")) scheduleStats();  // a wait may have ended
     }
   }
@@ -228,7 +235,31 @@ function uiState(id) {
   return ui.get(id);
 }
 
+function place(card) {
+  const where = card.target ? (card.window ? `${card.target} [${card.window}]` : card.target) : "";
+  return [where, shortPath(card.cwd || "")].filter(Boolean).join(" · ");
+}
+
+// A view or another program: one line, no prompt, no buttons (nothing there waits on the user).
+function renderLine(card) {
+  const text = card.kind === "view"
+    ? `view of ${card.view_of ? "#" + card.view_of : "another pane"}${card.shows ? " (" + card.shows + ")" : ""}`
+    : `${card.what || "a program"}: no agent`;
+  const node = nodes.get(card.id) || el("article", { "data-id": card.id });
+  nodes.set(card.id, node);
+  if (!node.parentNode) $("cards").append(node);
+  node.className = `card card-line kind-${card.kind} state-${card.state}`;
+  node.dataset.state = card.state;
+  node.replaceChildren(el("span", { class: "pane-id", text: `#${card.id}` }), el("span", { class: "line-text", text }),
+    el("span", { class: "cwd", text: place(card), title: card.cwd || "" }));
+  applyFilter(node, card);
+}
+
 function renderCard(card) {
+  if (!standsForAgent(card)) {
+    renderLine(card);
+    return;
+  }
   const state = uiState(card.id);
   const since = el("span", { class: "since", "data-since": card.since, text: duration(Date.now() / 1000 - card.since) });
   const head = el("div", { class: "card-head" },
@@ -238,9 +269,13 @@ function renderCard(card) {
     el("span", { class: "agent", text: card.agent || "no agent" }),
     since);
   const meta = el("div", { class: "meta" },
-    el("span", { class: "cwd", text: shortPath(card.cwd), title: card.cwd }),
+    el("span", { class: "cwd", text: place(card), title: card.cwd }),
     el("span", { class: "decided", text: decidedBy(card) }));
   const body = [head, meta];
+  if (card.answer && !state.message) {  // the last answer (from here, the CLI or `top`), confirmed or not
+    body.push(el("div", { class: `answer-outcome outcome-${card.answer.applied ? "ok" : "error"}`, role: "status",
+      text: `Last answer ${card.answer.option}. ${card.answer.label || ""}: ${card.answer.outcome}` }));
+  }
   // The agent's version is not one its manifest was verified on: said, the verdict is unchanged.
   if (card.unverified) body.push(el("div", { class: "unverified", role: "note", text: card.unverified }));
   if (card.state === "blocked") body.push(renderPrompt(card, state));
@@ -358,8 +393,10 @@ async function confirmAnswer(id) {
   renderCard(cards.get(id));
   try {
     const reply = await request({ op: "answer", pane: id, option: String(pending.number), fingerprint: pending.fingerprint });
-    state.message = { kind: "ok", text: reply.cleared ? `Answered ${pending.number}. ${pending.label}.`
-      : `Typed ${pending.number}. ${pending.label}; the prompt is still on screen.` };
+    // Confirmed: the dialog left and the agent went on (runtime/guard.py), or not, and what is on screen.
+    state.message = reply.applied
+      ? { kind: "ok", text: `Answered ${pending.number}. ${pending.label}. ${capital(reply.outcome || "applied")}.` }
+      : { kind: "error", text: `Typed ${pending.number}. ${pending.label}, but ${reply.outcome || "not applied: the prompt is still on screen"}.` };
   } catch (reply) {
     state.message = { kind: "error", text: refusal(reply) };
   }
@@ -367,10 +404,15 @@ async function confirmAnswer(id) {
   if (cards.has(id)) renderCard(cards.get(id));
 }
 
+function capital(text) {
+  return text ? text[0].toUpperCase() + text.slice(1) : text;
+}
+
 function refusal(reply) {
   if (reply.error === "prompt_changed") return "Refused: the prompt changed since you saw it. Nothing was typed; check the new prompt.";
   if (reply.error === "not_blocked") return "Refused: the pane is no longer waiting on this prompt. Nothing was typed.";
   if (reply.error === "pane_busy") return "Refused: the pane is busy changing. Nothing was typed; try again in a moment.";
+  if (reply.error === "not_an_agent") return `Refused: ${reply.message}`;
   return `Refused: ${reply.message || reply.error}`;
 }
 
@@ -386,14 +428,15 @@ function reorder() {
   for (const card of cards.values()) {
     const node = nodes.get(card.id);
     const waited = Math.min(99_999_999, Math.max(0, Math.floor(card.since) - EPOCH));
-    const rank = String(Math.max(0, STATES.indexOf(card.state)) * 100_000_000 + waited);
+    const group = standsForAgent(card) ? 0 : (card.kind === "view" ? 1 : 2);  // agents first, then views, then others
+    const rank = String(group * 1_000_000_000 + Math.max(0, STATES.indexOf(card.state)) * 100_000_000 + waited);
     if (node && node.style.order !== rank) node.style.order = rank;
   }
 }
 
 function summarize() {
   const counts = Object.fromEntries(STATES.map((s) => [s, 0]));
-  for (const card of cards.values()) counts[card.state] = (counts[card.state] || 0) + 1;
+  for (const card of cards.values()) if (standsForAgent(card)) counts[card.state] = (counts[card.state] || 0) + 1;
   const parts = STATES.filter((s) => counts[s]).map((s) => el("span", { class: `count count-${s}`, text: `${counts[s]} ${s}` }));
   $("summary").replaceChildren(...parts);
   $("empty").hidden = cards.size > 0;
@@ -432,7 +475,22 @@ function scheduleStats() {
 
 function refreshStats() {
   const since = Math.floor(Date.now() / 1000) - CHART_DAYS * 86400;
+  request({ op: "status" }).then(renderStatus, () => {});
   return request({ op: "stats", since }).then(renderStats, () => {});
+}
+
+// What is not watched (tmux servers or sessions skipped and why, hosts whose link is down) and notifications
+// that cannot reach the user: one line each, above the cards.
+function renderStatus(status) {
+  const lines = [...(status.notes || [])];
+  for (const [host, link] of Object.entries(status.hosts || {})) {
+    if (link.link === "down") lines.push(`host ${host}: link down, retrying — ${link.error || "no answer"}`);
+  }
+  for (const backend of status.notify || []) {
+    if (!backend.ok) lines.push(`notifications: ${backend.backend} cannot deliver: ${backend.how}`);
+  }
+  $("notes").replaceChildren(...lines.map((line) => el("div", { class: "note", role: "note", text: line })));
+  $("notes").hidden = !lines.length;
 }
 
 function renderStats(summary) {
@@ -483,7 +541,8 @@ function renderStats(summary) {
 
 function applyFilter(node, card) {
   const words = $("filter").value.trim().toLowerCase().split(/\s+/).filter(Boolean);
-  const hay = [card.name, card.agent, card.cwd, card.state, card.id, card.command].join(" ").toLowerCase();
+  const hay = [card.name, card.agent, card.cwd, card.state, card.id, card.command, card.target, card.window, card.what]
+    .join(" ").toLowerCase();
   node.hidden = !words.every((w) => hay.includes(w));
 }
 

@@ -34,7 +34,7 @@ import psutil
 from panewatch.core.tmux_formats import PANE_FORMAT, parse_pane
 from panewatch.lab.bench.scale import Phase, _fmt, _score
 from panewatch.lab.bench.tmux import WARMUP, _cpu, _self_cpu
-from panewatch.lab.loadgen import fifo_path
+from panewatch.lab.loadgen import fifo_path, fifo_reader
 from panewatch.runtime.live import ManifestWatcher
 from panewatch.runtime.remote import RemoteServer, RemoteWatcher
 from panewatch.runtime.ssh import SshOptions, ssh_options
@@ -84,10 +84,11 @@ def _start_servers(root: Path, hosts: int, panes: int) -> list[tuple[TmuxServer,
         server = TmuxServer(socket_path=str(folder / "sock"))
         conf = folder / "tmux.conf"
         conf.write_text("set -g default-size 120x32\nset -g history-limit 100\nset -g status off\n")
-        subprocess.run(server.argv("-f", str(conf), "new-session", "-d", "-s", "bench", "-n", "p0", "cat",
-                                   str(fifo_path(folder, 0))), check=True, timeout=60)
+        subprocess.run(server.argv("-f", str(conf), "new-session", "-d", "-s", "bench", "-n", "p0",
+                                   fifo_reader(folder), str(fifo_path(folder, 0))), check=True, timeout=60)
         for i in range(1, panes):
-            _tmux(server, "new-window", "-d", "-t", "bench:", "-n", f"p{i}", "cat", str(fifo_path(folder, i)))
+            _tmux(server, "new-window", "-d", "-t", "bench:", "-n", f"p{i}", fifo_reader(folder),
+                  str(fifo_path(folder, i)))
         index_of = {}
         for line in _tmux(server, "list-panes", "-a", "-F", PANE_FORMAT).splitlines():
             info = parse_pane(line)

@@ -33,7 +33,7 @@ import psutil
 from panewatch.core.machine import PaneMachine, StateChange
 from panewatch.core.tmux_formats import PANE_FORMAT, parse_pane, seed_bytes
 from panewatch.lab.bench.scale import Phase, _fmt, _score, _spread
-from panewatch.lab.loadgen import fifo_path
+from panewatch.lab.loadgen import fifo_path, fifo_reader
 from panewatch.runtime.live import ManifestWatcher
 from panewatch.runtime.tmux import TmuxServer
 from panewatch.runtime.tmux_watch import TmuxPane, TmuxWatcher
@@ -86,9 +86,10 @@ async def _phase(name: str, panes: int, seconds: float, seed: int) -> Row:
         conf = folder / "tmux.conf"
         conf.write_text("set -g default-size 120x32\nset -g history-limit 100\nset -g status off\n")
         subprocess.run(server.argv("-f", str(conf), "new-session", "-d", "-s", "bench", "-n", "p0",
-                                   "cat", str(fifo_path(folder, 0))), check=True, timeout=60)
+                                   fifo_reader(folder), str(fifo_path(folder, 0))), check=True, timeout=60)
         for i in range(1, panes):
-            _tmux(server, "new-window", "-d", "-t", "bench:", "-n", f"p{i}", "cat", str(fifo_path(folder, i)))
+            _tmux(server, "new-window", "-d", "-t", "bench:", "-n", f"p{i}", fifo_reader(folder),
+                  str(fifo_path(folder, i)))
         server_proc = psutil.Process(int(_tmux(server, "display-message", "-p", "#{pid}").strip()))
         index_of = {}
         for line in _tmux(server, "list-panes", "-a", "-F", PANE_FORMAT).splitlines():
