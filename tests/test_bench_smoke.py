@@ -82,3 +82,26 @@ def test_the_tmux_benchmark_scores_both_watchers_and_splits_their_latency() -> N
         assert abs(sum(phase.after_output) + sum(phase.before_output) - sum(phase.latencies)) < 1e-6
     table = bench_tmux.report(rows)
     assert table.count("\n| 3 |") == 4 and "| before the read | after the read |" in table
+
+
+@pytest.mark.needs("tmux", "ssh")
+def test_bench_day_runs_a_short_day_without_a_false_or_duplicate_needs_you(tmp_path: object) -> None:
+    """`bench day` on a short, fast day: every role set up (a run inside tmux, a remote host, views, shells), the
+    bot answers and sends through the CLI, and what is scored without timing holds: nothing that is no agent (or
+    an agent not truly waiting) was ever blocked, no view was, every dialog was seen."""
+    from panewatch.lab.bench import day
+
+    root = day.Path(str(tmp_path))
+    state = day.setup(root, 10, 0.3, 11)
+    try:
+        started = day.asyncio.run(day.live(state, 0.75, 11))
+        result = day.score(state, started, state.observed[-1][0])
+    finally:
+        day.subprocess.run(["tmux", "-L", "day", "kill-server"], env=state.env, capture_output=True, timeout=20)
+        if state.sshd is not None:
+            state.sshd.close()
+    assert set(result["roles"]) == {"agent", "run", "remote", "pager", "view", "sshview", "shell"}, result
+    assert result["dialogs"] > 0 and result["answers"][1] > 0 and result["sends"][1] > 0, result
+    assert (result["false"], result["duplicates"], result["missed"], result["stray_notifications"]) == (0, 0, 0, 0), \
+        result
+    assert result["answers"][0] == result["answers"][1] and result["sends"][0] == result["sends"][1], result

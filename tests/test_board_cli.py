@@ -273,3 +273,17 @@ def test_headless_panes_notify_through_the_daemon(tmp_path: Path) -> None:
         wait_for(lambda: got.exists() and got.read_text() == "noisy blocked\n", "the command backend ran")
     finally:
         server.stop()
+
+
+def test_ls_prints_hostile_names_inert(capsys: pytest.CaptureFixture[str]) -> None:
+    """A remote session's name, a pane title or a question may carry escapes (issue 23, item 9): `ls` prints them
+    as visible text, never as control sequences for the user's terminal."""
+    from panewatch.cli.panes import _table, plain
+
+    evil = "x\x1b]0;pwned\x07\x1b[2J\x9b31m\r"
+    _table([{"id": "devbox:%0", "name": evil, "agent": "claude", "state": "blocked", "since": 0, "target": evil,
+             "window": evil, "cwd": evil, "source": "screen", "rule": evil, "kind": "agent",
+             "prompt": {"question": evil, "options": [{"number": 1, "label": evil}], "fingerprint": "f" * 16}}])
+    out = capsys.readouterr().out
+    assert not any(ch in out for ch in "\x1b\x07\r\x9b") and "x?]0;pwned??[2J?31m?" in out
+    assert plain("ok\tfine") == "ok\tfine"

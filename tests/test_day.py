@@ -161,11 +161,21 @@ def daemon(op: str) -> dict[str, Any]:
 
 
 def test_cards_keep_their_ids_across_a_daemon_restart(tmux: Tmux) -> None:
+    """A restart kept neither ids nor stats rows: `send 5` named another pane, and one pane's waits split into
+    two rows of `stats`. Ids come back by the pane's key (board/ids.py); the waits of both daemons are one row."""
     tmux("new-session", "-d", "-s", "agents", "-x", "100", "-y", "30", agent_cmd("dialogs", DIALOG))
     tmux("new-window", "-d", "-t", "agents", "bash --norc --noprofile")
+    a = pane_of(tmux, "agents:0")
+
+    def answer_once() -> None:
+        card = wait_for(lambda: (x := by_pane(a)) and x["state"] == "blocked" and x, "the dialog", 20)
+        assert cli("answer", card["id"], "1", "--yes", "--fingerprint", card["prompt"]["fingerprint"]).returncode == 0
+        wait_for(lambda: (by_pane(a) or {}).get("state") == "idle", "answered", 10)
+
     serve = start_serve()
     try:
         before = {c["tmux_pane"]: c["id"] for c in wait_for(lambda: len(listed()) == 2 and listed(), "two cards")}
+        answer_once()
         stop = cli("serve", "--stop", check=True)
         assert "stopped" in stop.stdout and serve.proc.poll() is not None  # gone when it says so
     finally:
@@ -174,5 +184,10 @@ def test_cards_keep_their_ids_across_a_daemon_restart(tmux: Tmux) -> None:
     try:
         after = {c["tmux_pane"]: c["id"] for c in wait_for(lambda: len(listed()) == 2 and listed(), "two cards")}
         assert after == before
+        tmux("send-keys", "-t", a, "x")  # the agent asks again
+        answer_once()
+        rows = wait_for(lambda: [p for p in daemon("stats")["panes"] if p["id"] == before[a]
+                                 and p["blocked"]["count"] == 2], "both answered waits in one row", 10)
+        assert len([p for p in daemon("stats")["panes"] if p["id"] == before[a]]) == 1, rows
     finally:
         serve.stop()

@@ -152,3 +152,28 @@ def test_unchanged_leader_is_re_described_from_its_fingerprint_alone(monkeypatch
         proc.wait()
         assert proc.stdin is not None
         proc.stdin.close()
+
+
+def test_a_group_gone_before_it_is_read_keeps_the_last_description() -> None:
+    """A `cat` of a dialog that ended between tcgetpgrp and its description: its group is empty. Taken as "a
+    program we cannot read", the pane's screen (the dialog's words in a shell) was judged by agent rules: a shell
+    notified as blocked (bench day). The shell's description stands; the next look describes again."""
+    import subprocess
+
+    from panewatch.core.manifest import load_all
+    from panewatch.runtime.process import ForegroundTracker
+
+    manifests = load_all().list()
+    shell = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    gone = subprocess.Popen(["true"], start_new_session=True)
+    gone.wait()
+    try:
+        tracker = ForegroundTracker()
+        assert tracker.poll(0.0, shell.pid, shell.pid, manifests) and tracker.current is not None
+        described = tracker.current
+        assert tracker.poll(0.5, gone.pid, gone.pid, manifests) is False  # read too late: nothing there
+        assert tracker.current == described
+        assert tracker.poll(0.6, shell.pid, shell.pid, manifests) is False and tracker.current == described
+    finally:
+        shell.kill()
+        shell.wait()

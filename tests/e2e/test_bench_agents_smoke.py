@@ -14,5 +14,5 @@ def test_bench_agents_smoke() -> None:
     table = run(reps=1, agents=("codex",), hooks=True)
     row = next(line for line in table.splitlines() if line.startswith("codex"))
     assert row.rstrip().endswith("-"), table  # the failures column is empty
-    cells = row.split()[1:-2]  # six "median / max" cells: 3 metrics x (screen, + hooks)
-    assert len([c for c in cells if c == "/"]) == 6, table
+    cells = row.split()[1:-2]  # eight "median / max" cells: 4 metrics x (screen, + hooks)
+    assert len([c for c in cells if c == "/"]) == 8, table

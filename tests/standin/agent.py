@@ -11,7 +11,8 @@ CLI, so its pane is an agent's (core/panekind.py), not "another program" whose s
     python3 tests/standin/claude-code/cli.js dialogs FILE  show FILE (a dialog); a key answers it ("answered KEY");
                                                            the next key shows it again, and so on
     python3 tests/standin/codex/cli.js compose             a composer: echoes typed text after its prompt; a CR read
-                                                           alone submits it ("SUBMITTED: TEXT", a fresh prompt)
+                                                           alone submits it ("SUBMITTED: TEXT", a busy line for
+                                                           1.5 s, a fresh prompt)
 """
 
 import json
@@ -45,8 +46,12 @@ def compose() -> None:
     os.write(1, "› ".encode())
     buf = ""
     while data := os.read(fd, 4096):
-        if data == b"\r":
-            os.write(1, f"\r\nSUBMITTED: {buf}\r\n› ".encode())
+        if data == b"\r":  # a turn: the text taken, a busy line that moves for a while (as Claude's), the prompt again
+            os.write(1, f"\r\nSUBMITTED: {buf}\r\n".encode())
+            for tick in range(15):
+                os.write(1, f"\r\x1b[K{'·✢*✶✻✽'[tick % 6]} Working… ({tick // 10}s · esc to interrupt)".encode())
+                time.sleep(0.1)
+            os.write(1, "\r\x1b[K› ".encode())
             buf = ""
         elif data == b"\x03":
             return

@@ -121,6 +121,7 @@ class Daemon:
         self.tmux = TmuxBoard(self.hub, self.watcher, watch=settings.tmux.watch == "auto",  # the user's tmux panes
                               attach_hooks=hooks)
         self.remote = RemoteBoard(self.hub, self.watcher, settings.remotes, attach_hooks=hooks)  # [[remote]]
+        self.tmux.watched_hosts = frozenset(name for r in settings.remotes for name in (r.host, r.label))
         self.views = Views(self.hub, self.tmux)  # what a view pane shows; who looks at a pane
         self.watchdog = Watchdog()  # ends the headless panes' sessions if we die, even by kill -9
         self.access: Access | None = None

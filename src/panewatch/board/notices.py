@@ -73,6 +73,8 @@ class Notices:
 
     async def _fire(self, pane_id: str, card: Card, old: str, state: str) -> None:
         try:
+            if state == "blocked" and not (card.get("prompt") or {}).get("question"):
+                card = await self._with_prompt(pane_id, card)
             clients = await self.views.clients()
             if state == "blocked" and self.views.seen(card, clients):
                 self.seen_skipped += 1
@@ -94,6 +96,20 @@ class Notices:
         except Exception:  # a notification must never break the daemon
             log.exception("notification for pane %s failed", pane_id)
 
+    async def _with_prompt(self, pane_id: str, card: Card) -> Card:
+        """A pane blocked by its title or a hook before its dialog is drawn (Codex, hooks): the notification waits
+        up to PROMPT_WAIT for the card to carry the question and options, so it says what is asked."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + PROMPT_WAIT
+        while loop.time() < deadline:
+            await asyncio.sleep(0.05)
+            handle = self.hub.panes.get(pane_id)
+            if handle is None or handle.card.get("state") != "blocked":
+                break
+            if (handle.card.get("prompt") or {}).get("question"):
+                return handle.card
+        return card
+
     def close(self) -> None:
         self.hub.listeners.discard(self.on_card)
         for task in list(self._tasks):
@@ -101,6 +117,7 @@ class Notices:
         self.notifier.close()
 
 
+PROMPT_WAIT = 0.5  # seconds a blocked notification waits for the dialog's words (a title or a hook came first)
 FRESH = 5.0  # seconds: a `run` card that registers in a state begun this recently is news (cli/run.py waits)
 
 

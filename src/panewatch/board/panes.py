@@ -190,8 +190,10 @@ class RemotePane:
 
     def _own(self, card: Card) -> Card:
         # The daemon's id for it; the run's own pane id stays its name; inside tmux, its host pane's place.
-        return {**card, "id": self.id, "origin": "run", "name": card.get("name") or card.get("id") or self.id,
-                "key": self.key or None, **(self.host or {})}
+        name = card.get("name") or card.get("id") or self.id
+        if self.host and name == self.host.get("tmux_pane"):  # named by $TMUX_PANE: its tmux target says more
+            name = self.host.get("target") or name
+        return {**card, "id": self.id, "origin": "run", "name": name, "key": self.key or None, **(self.host or {})}
 
     def set_host(self, host: dict[str, Any] | None) -> None:
         """The tmux pane this `run` runs in (its target, window, tmux pane): one card for the agent, in its place."""

@@ -1,8 +1,9 @@
 """Who may use the board. It can type into shells, so it is guarded like a remote shell.
 
 * Loopback only: the daemon refuses to bind anything else (use an SSH tunnel to reach it).
-* No long-lived secret on disk or in any process's arguments: any local user can read another
-  process's command line (/proc/PID/cmdline), and the board answers every local user on loopback.
+* No secret in any process's arguments: any local user can read another process's command line
+  (/proc/PID/cmdline), and the board answers every local user on loopback. The one long-lived secret on
+  disk is the cookie key (below), the user's own file.
   The daemon mints ONE-TIME login tokens on request over its unix socket (0600, same-uid peers
   only). A token works once, for `LOGIN_TTL` seconds; `/?token=…` swaps it for an HttpOnly,
   SameSite=Strict cookie and redirects to a clean URL, so it leaves the address bar and history.

@@ -180,6 +180,7 @@ class TmuxBoard:
         # What is not watched and why, for `ls` and the board's banner: (server, session) -> message; the
         # sockets tmux's rule refused, as of the last scan
         self.skipped: dict[tuple[str, str], str] = {}
+        self.watched_hosts: frozenset[str] = frozenset()  # the [[remote]] hosts (as typed after ssh) and names
         self._refusals: list[str] = []
 
     @property
@@ -245,6 +246,8 @@ class TmuxBoard:
         return watcher
 
     def _added(self, server: TmuxServer, pane: TmuxPane) -> None:
+        # ssh to one of these hosts is a view: its panes are cards of their own ([[remote]], core/panekind.py)
+        pane.machine.watched_hosts = self.watched_hosts
         info = pane.info  # the same pane while its server lives: the same id across daemon restarts (board/ids.py)
         key = card_key("tmux", server.label, *info.server, info.pane_id)
         handle = TmuxHandle(self.hub, self.hub.new_id(key), pane, server, key=key)

@@ -64,6 +64,14 @@ def register(sub: Any) -> None:
     q.add_argument("--agent", dest="agents", action="append", metavar="AGENT",
                    help="only this agent (repeatable; default: every agent with a capture profile)")
     q.set_defaults(func=lambda ns: _bench_agents(ns))
+    q = benches.add_parser("day", help="a simulated day in tmux (agents, shells, pagers, views, a run, a remote "
+                                       "host) scored against the agents' truth: false, missed, duplicates, notices")
+    q.add_argument("--panes", type=int, default=20)
+    q.add_argument("--minutes", type=float, default=10.0)
+    q.add_argument("--seed", type=int, default=7)
+    q.add_argument("--time-scale", type=float, default=1.0, help="< 1 makes the fake agents faster")
+    q.add_argument("--keep", action="store_true", help="keep the day's folder (daemon log, truth, notifications)")
+    q.set_defaults(func=_runner("panewatch.lab.bench.day", "panes", "minutes", "seed", "time_scale", "keep"))
     q = benches.add_parser("submit", help="each real CLI's paste window: Enter taken as submit by its gap after the "
                                           "text, and `send` with the manifest's gap")
     q.add_argument("--tries", type=int, default=2)

@@ -10,9 +10,8 @@
                                  types the text, waits the agent's paste window (its manifest's
                                  `submit_gap`: Codex takes an Enter within 120 ms of fast input as a
                                  pasted newline), checks again, presses Enter as a key of its own,
-                                 and waits for the turn to start (working or a dialog, or the text
-                                 gone from the input row: core/composer.py); NotSubmittedError if
-                                 it did not within SUBMIT_TIMEOUT.
+                                 and waits for the turn to start (working, or a dialog at once);
+                                 NotSubmittedError if it did not within SUBMIT_TIMEOUT.
     keys(data)                   raw keys from a terminal view (the board's): refused the same way;
                                  typed as they are (escapes, arrows, Ctrl-C included).
     answer(option, fingerprint)  only an agent's pane (NotAnAgentError), only when blocked AND the
@@ -68,7 +67,6 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from panewatch.core.classify import Verdict
-from panewatch.core.composer import cursor_row, holds, text_tail
 from panewatch.core.manifest import DEFAULT_SUBMIT_GAP
 from panewatch.core.panekind import NOT_AGENT
 from panewatch.core.prompt import Option, Prompt, parse_prompt, read_selection
@@ -201,25 +199,23 @@ class InputGuard:
                 # The Enter as a key of its own: after the agent's paste window, once the echo has settled.
                 await self._settle(self.pane.clock() + self._submit_gap(), self.pane.clock() + BUSY_TIMEOUT)
                 before = self._refuse_unless_free()  # what is on screen now (no await from here to the Enter)
-            tail = text_tail(text)
-            watch_row = holds(self.pane.snapshot(), tail)
             start = self.pane.clock()
             self.pane.write(b"\r")
-        if before.state in ("working", "blocked") and not watch_row:
+        if before.state in ("working", "blocked"):
             return SendResult(None, before.state, 0.0, f"already {before.state}: whether it took the text cannot be "
                                                        "told from here")
+        # The turn started: working (or a dialog at once). Not "the text left the input row": a composer that
+        # takes the Enter as a pasted newline moves its cursor (and may scroll the text up) just the same.
         while True:
             await asyncio.sleep(POLL_INTERVAL)  # lets the pane's read loop feed the agent's redraw
             checked = self.pane.classify_now()
             elapsed = self.pane.clock() - start
-            if checked.state in ("working", "blocked") and before.state not in ("working", "blocked"):
+            if checked.state in ("working", "blocked"):
                 return SendResult(True, checked.state, elapsed, f"the agent is {checked.state}")
-            if watch_row and not holds(self.pane.snapshot(), tail):
-                return SendResult(True, checked.state, elapsed, "the text left the input row")
             if checked.state == "exited":
                 raise AgentExitedError(self.pane_id)
             if elapsed >= SUBMIT_TIMEOUT:
-                raise NotSubmittedError(self.pane_id, SUBMIT_TIMEOUT, cursor_row(self.pane.snapshot()).strip()[-80:])
+                raise NotSubmittedError(self.pane_id, SUBMIT_TIMEOUT, _cursor_row(self.pane.snapshot()))
 
     def _type(self, data: bytes) -> None:
         """The text as typed, or as one bracketed paste where the agent enabled it (so its newlines are text)."""
@@ -345,6 +341,12 @@ class InputGuard:
             return bool(probe()) if callable(probe) else False
         except Exception:  # an optional capability; typing plainly is the safe fallback
             return False
+
+
+def _cursor_row(snapshot: Snapshot) -> str:
+    """The row the cursor is on (an agent's input box, where it shows its cursor), for a message."""
+    row = snapshot.cursor[1]
+    return snapshot.rows[row].strip()[-80:] if 0 <= row < len(snapshot.rows) else ""
 
 
 def _outcome(cleared: bool, state: str, prompt: Prompt, after: Prompt | None) -> tuple[bool, str]:

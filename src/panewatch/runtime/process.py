@@ -199,6 +199,11 @@ class ForegroundTracker:
             return False
         self.describes += 1
         new, alone = _describe(pgid, session_pid, manifests)
+        if not new.name and not new.cmdline and self.current is not None and self.current.name:
+            # The group was gone by the time it was read (a `cat` that just ended, its shell taking the
+            # terminal back): not "a program we cannot read", whose screen would be judged by agent rules.
+            # The last description stands; the next look (soon: the group changed) describes again.
+            return False
         # A fingerprint read before the description: a change in between makes the next poll describe again.
         self._alone_key = key if alone else None
         if new.agent_pid is not None and (version := self.versions.get(new.agent_pid)) is not None:

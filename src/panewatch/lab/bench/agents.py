@@ -7,6 +7,8 @@ input guard, `reps` times:
     answer → left       the guard writing the key → the pane's first event that is not blocked
     answer → erased     the guard writing the key → the pty read whose screen no longer shows the
                         dialog (the agent's own share of "answer → left")
+    answer → confirmed  the guard writing the key → the guard's own confirmation that the answer took effect
+                        (the dialog left and the agent went on: `answer` says "applied" then)
     dropped             answers the agent ignored (guard.answer: cleared=False, the same prompt
                         still up) and that were pressed again; the times are from the press taken
 
@@ -40,6 +42,7 @@ class Samples:
     drawn_to_blocked: list[float] = field(default_factory=list)
     answer_to_left: list[float] = field(default_factory=list)
     answer_to_erased: list[float] = field(default_factory=list)
+    answer_confirmed: list[float] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     dropped: int = 0  # answers the agent ignored (the prompt stayed; pressed again)
 
@@ -73,6 +76,8 @@ async def _one(agent_name: str, hooks: bool, samples: Samples) -> None:
                 result = await guard.answer(allow.number, prompt.fingerprint, timeout=3)
                 pressed = agent.pane.last_input  # when the key was written (after the guard's settle wait)
                 if result.cleared:
+                    if result.applied:
+                        samples.answer_confirmed.append(result.elapsed)
                     break
                 samples.dropped += 1
             else:
@@ -101,7 +106,7 @@ def _fmt(values: list[float]) -> str:
 
 
 METRICS = (("drawn → blocked", "drawn_to_blocked"), ("answer → left", "answer_to_left"),
-           ("answer → erased", "answer_to_erased"))
+           ("answer → erased", "answer_to_erased"), ("answer → confirmed", "answer_confirmed"))
 
 
 def _values(samples: Samples | None, attr: str) -> list[float]:
