@@ -48,6 +48,7 @@ class Views:
         self._task: asyncio.Task[None] | None = None
         self._ticker: asyncio.Task[None] | None = None
         self.passes = 0
+        self._signatures: dict[str, tuple[object, ...]] = {}  # what each card last said that matters here
 
     def start(self) -> None:
         self.hub.listeners.add(self._on_card)
@@ -66,7 +67,15 @@ class Views:
     # -- naming what views show ------------------------------------------------------------------
 
     def _on_card(self, pane_id: str, card: Card | None) -> None:
-        if card is None or card.get("kind") == "view" or card.get("origin") == "run" or card.get("view_of"):
+        # Only what can change what a view shows (a pane becoming a view or leaving, a run registering or
+        # moving): a busy run's card changes every few hundred ms, and a pass may ask tmux for its clients.
+        signature = None if card is None else (card.get("kind"), card.get("what"), card.get("origin"),
+                                                card.get("runner_pid"), card.get("host_tmux_pane"))
+        if self._signatures.get(pane_id) != signature:
+            if signature is None:
+                self._signatures.pop(pane_id, None)
+            else:
+                self._signatures[pane_id] = signature
             self.soon()
 
     def soon(self) -> None:
