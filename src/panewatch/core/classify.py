@@ -16,6 +16,7 @@ nothing), so the core reads no clock and tests drive it without slow patterns.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -117,16 +118,36 @@ def region_rows(snapshot: Snapshot, region: Region) -> tuple[int, list[str]]:
 
 
 def _cursor_line(snapshot: Snapshot) -> tuple[int, str]:
-    """(first row, text) of the logical line left of the cursor: a question the terminal wrapped puts the
-    cursor on its last row, after the text of the rows above."""
+    """(first row, text) of the line left of the cursor. A question the terminal wrapped puts the cursor on
+    its last row, after the text of the rows above (`Snapshot.wraps`). A line editor that breaks the line
+    itself (prompt_toolkit: Aider's '… (D)on't ask again' at the pane's edge, then ' [Yes]: ' on the next
+    row) fills each row to the last column: such rows above the cursor's are read as the same line, up to
+    MAX_EDITOR_ROWS of them (never a horizontal rule, full-width too)."""
     first, (left,) = region_rows(snapshot, _CURSOR)
-    for start, last, text in snapshot.wraps:
-        if start < first <= last:
+    start, text = first, left
+    for wrap_start, last, joined in snapshot.wraps:
+        if wrap_start < first <= last:
             # The line's text up to the cursor row (its rows above were full to the edge), then the cursor row's left.
             tail = "".join(snapshot.rows[first:last + 1])
-            head = text[:len(text) - len(tail)] if text.endswith(tail) else "".join(snapshot.rows[start:first])
-            return start, head + left
-    return first, left
+            head = (joined[:len(joined) - len(tail)] if joined.endswith(tail)
+                    else "".join(snapshot.rows[wrap_start:first]))
+            start, text = wrap_start, head + left
+            break
+    while (start > 0 and first - start < MAX_EDITOR_ROWS and snapshot.width
+           and _cells(above := snapshot.rows[start - 1]) >= snapshot.width and not _RULE_ROW.match(above)):
+        start, text = start - 1, above + text
+    return start, text
+
+
+MAX_EDITOR_ROWS = 4  # rows of one line a line editor breaks at the edge (a long question, typed text)
+
+
+def _cells(text: str) -> int:
+    """Columns `text` takes on a terminal: wide (East Asian) characters two, combining marks none."""
+    if text.isascii():
+        return len(text)
+    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+               for ch in text)
 
 
 class _Regions:

@@ -70,10 +70,21 @@ def frames(cast: Cast) -> list[Frame]:
     return out
 
 
+# Marks a row the agent filled to the last column and went on from at the start of the next (a line editor
+# breaking its own line: Aider's prompt_toolkit puts '[Y' at the edge and 'es]:' below).
+EDGE = "\x00"
+_NOT_TEXT_EDGE = frozenset("│┃║─━═╌╍┄┅┈┉▔▁▀▄█▌▐╮╯┐┘┤ ")
+
+
 def screen_text(snapshot: Snapshot) -> str:
     """The screen as literals read it: one line per logical line (rows the terminal soft-wrapped joined),
-    each ending with a newline, so a literal can say "at the end of a line" (Aider's '[Yes]:\n')."""
-    return "".join(line + "\n" for _, line in snapshot.lines())
+    each ending with a newline, so a literal can say "at the end of a line" (Aider's '[Yes]:\n'); a row
+    of text that reaches the last column ends with EDGE instead (`shows` reads it on into the next row)."""
+    out = []
+    for _, line in snapshot.lines():
+        full = snapshot.width > 0 and len(line) >= snapshot.width and line[-1:] not in _NOT_TEXT_EDGE
+        out.append(line + (EDGE if full and line.isascii() else "\n"))
+    return "".join(out)
 
 
 _text = screen_text
@@ -86,15 +97,20 @@ _BORDERS = str.maketrans("", "", "│┃║╎╏┆┇┊┋")
 @functools.lru_cache(maxsize=256)
 def flow(text: str) -> str:
     """Text as a person reads it across rows: box edges dropped, every run of blanks and line breaks one
-    space. An agent breaks its own lines to the pane's width (Ink, ratatui), so at 40 columns 'Would you
-    like to run the following command?' is two rows: the words are the same."""
-    return " ".join(text.translate(_BORDERS).split())
+    space, a row broken at the edge (EDGE) joined to the next. An agent breaks its own lines to the pane's
+    width (Ink, ratatui), so at 40 columns 'Would you like to run the following command?' is two rows: the
+    words are the same."""
+    return " ".join(text.replace(EDGE, "").translate(_BORDERS).split())
 
 
 def shows(text: str, literal: str) -> bool:
     """`literal` on the screen `text` (screen_text), as drawn or broken across rows. A literal with a line
     break in it ('\n>\n': a row that is the prompt alone) means the rows exactly."""
-    return literal in text or ("\n" not in literal and flow(literal) in flow(text))
+    if literal in text:
+        return True
+    if "\n" in literal:
+        return EDGE in text and literal in text.replace(EDGE, "")
+    return flow(literal) in flow(text) or (EDGE in text and flow(literal) in flow(text.replace(EDGE, " ")))
 
 
 def _shows(text: str, literals: Iterable[str]) -> bool:
