@@ -62,3 +62,78 @@ def test_a_pane_with_no_agent_is_not_rejudged_on_an_unchanged_screen() -> None:
     detector.screen.invalidate()  # an equal screen read again is still the same screen
     detector.classify_now()
     assert detector.stats.classifications == 3
+
+
+# -- busy means moving (manifest `moving`) ---------------------------------------------------------------
+
+SPINNER = """
+[agent]
+id = "toy"
+[[rules]]
+id = "spinner"
+state = "working"
+region = "bottom:3"
+moving = 1.5
+any = ['^[⠋⠙⠹] \\w+… \\(\\d+s\\)']
+note = "a spinner line with its seconds"
+[[rules]]
+id = "prompt"
+state = "idle"
+region = "bottom:1"
+any = ['^>']
+note = "the prompt"
+"""
+
+
+def _toy() -> list[object]:
+    from panewatch.core.manifest import load_manifest_text
+
+    return [load_manifest_text(SPINNER, "toy.toml")]
+
+
+def _run_frames(detector: PaneDetector, frames: list[tuple[float, bytes]], until: float) -> list[tuple[float, str]]:
+    """Feed each frame at its time and run every check the detector asks for up to `until`: (t, state) changes."""
+    changes: list[tuple[float, str]] = []
+    pending = list(frames)
+    while True:
+        due = detector.next_due()
+        if pending and pending[0][0] <= min(due, until):
+            t, data = pending.pop(0)
+            detector.feed(t, data)
+            continue
+        if due > until:
+            return changes
+        if (after := detector.tick(due)) is not None:
+            changes.append((round(due, 3), after.state))
+
+
+def test_a_busy_line_that_stands_still_is_a_copy_and_the_pane_goes_idle() -> None:
+    """A reply quoting the agent's spinner line right above its prompt: the line never changes. It is set
+    aside once it has stood still for the rule's `moving` (1.5 s), by a check the detector asks for then,
+    with no output at all: the pane is idle from there."""
+    detector = PaneDetector(_toy, Screen(40, 6), agent_id="toy")  # type: ignore[arg-type]
+    quote = b"\x1b[2J\x1b[Hthe screen showed:\r\n\r\n\xe2\xa0\x8b Thinking\xe2\x80\xa6 (5s)\r\n\r\n> "
+    changes = _run_frames(detector, [(0.0, quote)], until=5.0)
+    assert changes == [(0.03, "working"), (1.53, "idle")]
+    assert detector.verdict.rule == "prompt" and detector.stats.classifications == 2
+    detector.feed(6.0, b"x")  # the user types: the copy is still set aside
+    detector.tick(detector.next_due())
+    assert detector.verdict.state == "idle"
+
+
+def test_a_busy_line_that_keeps_moving_stays_working_and_one_drawn_again_counts_afresh() -> None:
+    """A braille spinner turning every 80 ms with its seconds: working for as long as it turns, whatever the
+    checks' rhythm; once it stops, idle `moving` (1.5 s) after its line last changed at a check."""
+    detector = PaneDetector(_toy, Screen(40, 6), agent_id="toy")  # type: ignore[arg-type]
+    glyphs = "⠋⠙⠹"
+    frames = [(i * 0.08, f"\x1b[3;1H\x1b[2K{glyphs[i % 3]} Thinking… ({int(i * 0.08)}s)\x1b[5;1H> ".encode())
+              for i in range(50)]
+    assert _run_frames(detector, frames, until=3.95) == [(0.03, "working")]
+    # It stops (the agent froze, or its last frame was left behind): idle 1.5 s after a check last saw it
+    # change (checks come at most steady_interval apart while it turns).
+    [(t, state)] = _run_frames(detector, [], until=8.0)
+    assert state == "idle" and frames[-1][0] + 1.5 <= t <= frames[-1][0] + 1.5 + PolicyConfig().steady_interval
+    # The line goes and comes back (a new turn): it counts again at once.
+    changes = _run_frames(detector, [(9.0, b"\x1b[3;1H\x1b[2K"),
+                                     (10.0, "\x1b[3;1H⠋ Thinking… (0s)".encode())], until=10.5)
+    assert changes == [(10.03, "working")]

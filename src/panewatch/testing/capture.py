@@ -129,8 +129,9 @@ PROFILES: dict[str, AgentProfile] = {
     ),
     "opencode": AgentProfile(
         "opencode", "opencode", "opencode-ai",
-        # The composer's model line: drawn once the providers are loaded (keys typed before are lost).
-        ready=("Sonnet 4.5 (latest) Anthropic",),
+        # The composer's model line: drawn once the providers are loaded (keys typed before are lost). Not its
+        # provider's name: a narrow pane breaks 'Anthropic' inside the word ('Anthro' / 'pic').
+        ready=("Sonnet 4.5 (latest) Anthropic", "Sonnet 4.5 (latest)"),
         busy=("esc interrupt",),
         dialogs={"bash": ("△ Permission required", 1),
                  "edit": ("△ Permission required", 1),
