@@ -132,7 +132,9 @@ PROFILES: dict[str, AgentProfile] = {
         # The composer's model line: drawn once the providers are loaded (keys typed before are lost). Not its
         # provider's name: a narrow pane breaks 'Anthropic' inside the word ('Anthro' / 'pic').
         ready=("Sonnet 4.5 (latest) Anthropic", "Sonnet 4.5 (latest)"),
-        busy=("esc interrupt",),
+        # The status row under the composer; a narrow pane stacks its words in columns ('esc' over
+        # 'interrupt', 'ctrl+p' over 'commands'), so the row's second word alone says it too.
+        busy=("esc interrupt", "interrupt"),
         dialogs={"bash": ("△ Permission required", 1),
                  "edit": ("△ Permission required", 1),
                  "write": ("△ Permission required", 1),
