@@ -71,6 +71,13 @@ class AgentProfile:
     python: bool = False  # a PyPI package in its own venv (install-agents), not an npm one
     questions_after_reply: bool = False  # no tool calls: the agent asks after the model's final reply (Aider)
     line_repl: bool = False  # Enter hands the line over: working from the frame after it (Aider)
+    # Every dialog's own last rows, shown when a short pane leaves no room for its question (an inline box
+    # taller than the screen: Copilot at 40x12 keeps only its options and key hint in view).
+    dialog_hint: str = ""
+
+    def dialog_literals(self, scenario: str) -> tuple[str, ...]:
+        literal = self.dialogs.get(scenario, ("", 0))[0]
+        return tuple(lit for lit in (literal, self.dialog_hint if literal else "") if lit)
 
 
 PROFILES: dict[str, AgentProfile] = {
@@ -157,6 +164,7 @@ PROFILES: dict[str, AgentProfile] = {
                  "trap": ("", 0),
                  "slow": ("", 0)},
         answer="\r",  # '1. Yes' is selected
+        dialog_hint="↑/↓ to navigate · enter to select · esc to cancel",
     ),
     "aider": AgentProfile(
         "aider", "aider", "aider-chat",
@@ -292,8 +300,8 @@ def declines(profile: AgentProfile, scenario: str, key: str) -> bool:
 
 
 def literals(profile: AgentProfile, scenario: str) -> tuple[Literals, int]:
-    literal, n_dialogs = profile.dialogs.get(scenario, ("", 0))
-    return Literals(profile.ready, profile.busy, (literal,) if literal else (),
+    n_dialogs = profile.dialogs.get(scenario, ("", 0))[1]
+    return Literals(profile.ready, profile.busy, profile.dialog_literals(scenario),
                     final_literal(scenario, profile.agent)), n_dialogs
 
 
@@ -327,6 +335,7 @@ def _run(profile: AgentProfile, scenario: str, scratch: Path, *, cols: int, rows
          version: str, case: str, answer: str | None, delay: float, bin_dir: Path,
          hold: float, resize: tuple[int, int] | None) -> dict[str, Any]:
     literal, n_dialogs = profile.dialogs.get(scenario, ("", 0))
+    dialog = profile.dialog_literals(scenario)
     key = answer if answer is not None else profile.answers.get(scenario, profile.answer)
     t0 = time.monotonic()
 
@@ -343,7 +352,7 @@ def _run(profile: AgentProfile, scenario: str, scratch: Path, *, cols: int, rows
         rec.markers.append((clock(), "spawned"))
         pane.start()
         try:
-            _drive(pane, rec, profile, scenario, literal, n_dialogs, key, delay, hold, clock, resize,
+            _drive(pane, rec, profile, scenario, dialog, n_dialogs, key, delay, hold, clock, resize,
                    ended=lambda: any(e["event"] == "reply_sent" and e.get("stop_reason") == "end_turn"
                                      for e in list(mock.events)))
         finally:
@@ -371,7 +380,7 @@ def _run(profile: AgentProfile, scenario: str, scratch: Path, *, cols: int, rows
 QUIET_END = 1.0  # seconds without output after the final reply that end a turn whose reply is off the screen
 
 
-def _drive(pane: PtyAgent, rec: _Recording, profile: AgentProfile, scenario: str, literal: str,
+def _drive(pane: PtyAgent, rec: _Recording, profile: AgentProfile, scenario: str, dialog: tuple[str, ...],
            n_dialogs: int, key: str, delay: float, hold: float, clock: Callable[[], float],
            resize: tuple[int, int] | None = None, ended: Callable[[], bool] = lambda: False) -> None:
     def fail(what: str) -> CaptureError:
@@ -404,13 +413,13 @@ def _drive(pane: PtyAgent, rec: _Recording, profile: AgentProfile, scenario: str
         # reply is out, the composer is back without a busy marker, and the agent has stopped drawing.
         quiet = pane.clock() - (pane.output[-1][0] if pane.output else 0.0)
         return (ended() and quiet >= QUIET_END and any(shows(text, r) for r in profile.ready)
-                and not busy_shown(text, profile.busy) and not (literal and shows(text, literal)))
+                and not busy_shown(text, profile.busy) and not _dialog_shown(text, dialog))
 
     while True:
-        snap = pane.wait_for(lambda s: (bool(literal) and shows(_text(s), literal)) or over(_text(s)), STEP)
+        snap = pane.wait_for(lambda s: _dialog_shown(_text(s), dialog) is not None or over(_text(s)), STEP)
         if snap is None:
             raise fail("neither a dialog nor the end of the turn showed")
-        if over(_text(snap)) and not (literal and shows(_text(snap), literal)):
+        if over(_text(snap)) and _dialog_shown(_text(snap), dialog) is None:
             break
         if answered >= n_dialogs:
             raise fail(f"more dialogs than the {n_dialogs} the scenario makes")
@@ -419,12 +428,12 @@ def _drive(pane: PtyAgent, rec: _Recording, profile: AgentProfile, scenario: str
         if resize is not None and answered == 0:  # the window changes size while the dialog waits
             rec.resizes.append((clock(), f"{resize[0]}x{resize[1]}"))
             pane.resize(*resize)
-            if pane.wait_for(literal, STEP) is None:
+            if pane.wait_for(lambda s: _dialog_shown(_text(s), dialog) is not None, STEP) is None:
                 raise fail("the dialog did not come back after the resize")
             time.sleep(hold)
         before = _text(pane.screen.snapshot())  # the dialog as answered (its first frame may have been half drawn)
         rec.markers.append((clock(), "answer"))
-        if pane.answer(key, functools.partial(_same_dialog, seen=before, literal=literal), timeout=15) is None:
+        if pane.answer(key, functools.partial(_same_dialog, seen=before, dialog=dialog), timeout=15) is None:
             raise fail(f"the dialog stayed after {key!r}")
         answered += 1
         # A pane shorter than the agent's history gets it reprinted from the top after the answer (Gemini CLI
@@ -438,10 +447,16 @@ def _drive(pane: PtyAgent, rec: _Recording, profile: AgentProfile, scenario: str
 _text = screen_text  # the screen as the literals read it (capture_truth.frames too)
 
 
-def _same_dialog(snap: Snapshot, *, seen: str, literal: str) -> bool:
+def _dialog_shown(text: str, dialog: tuple[str, ...]) -> str | None:
+    """The first of the dialog's literals on the screen `text`, if any."""
+    return next((lit for lit in dialog if shows(text, lit)), None)
+
+
+def _same_dialog(snap: Snapshot, *, seen: str, dialog: tuple[str, ...]) -> bool:
     """The dialog that was answered is still up (for `multi`, the next one differs in its command)."""
     now = _text(snap)
-    return shows(now, literal) and _dialog_block(now, literal) == _dialog_block(seen, literal)
+    literal = _dialog_shown(now, dialog)
+    return literal is not None and _dialog_block(now, literal) == _dialog_block(seen, literal)
 
 
 def _dialog_block(text: str, literal: str) -> str:
