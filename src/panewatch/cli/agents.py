@@ -189,7 +189,7 @@ def register(sub: Any) -> None:
     q.set_defaults(func=cmd_explain)
     q = agents.add_parser("verify", help="drive the installed CLI through the standard scenarios against a mock "
                           "model server and replay them through the manifest: pass/fail per scenario",
-                          description="Scenarios: permission, edit, working, idle, trap, prose, esc "
+                          description="Scenarios: permission, edit, working, idle, trap, prose, quote, esc "
                                       "(panewatch.testing.verify). The truth of each capture comes from the scenario "
                                       "and the mock, never from panewatch's classifier.")
     q.add_argument("agent", nargs="?", metavar="AGENT", help="claude, codex, gemini, qwen, opencode, copilot or aider "
