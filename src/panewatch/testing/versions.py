@@ -94,6 +94,17 @@ def install(agent: str, version: str, *, root: Path | None = None,
     return bin_dir
 
 
+def pinned(agent: str, version: str) -> Path | None:
+    """The pinned install's bin dir (scripts/install-agents) when it holds `agent` at `version`: no second copy."""
+    from panewatch.testing.capture import agent_version
+    from panewatch.testing.homes import find_agents_bin
+
+    bin_dir = find_agents_bin()
+    if bin_dir is None or not (bin_dir / agent).exists():
+        return None
+    return bin_dir if agent_version(agent, bin_dir) == version else None
+
+
 def _installed_version(prefix: Path, package: str) -> str | None:
     try:
         meta = json.loads((prefix / "node_modules" / package / "package.json").read_text(encoding="utf-8"))
@@ -171,10 +182,12 @@ def verify_releases(agents: Sequence[str], *, count: int = 3, scenarios: Sequenc
         for version in versions:
             row = ReleaseRow(agent, version)
             out.append(row)
-            if progress is not None:
-                progress(f"{agent} {version}: installing …")
             try:
-                bin_dir = install(agent, version)
+                bin_dir = pinned(agent, version)
+                if bin_dir is None:
+                    if progress is not None:
+                        progress(f"{agent} {version}: installing …")
+                    bin_dir = install(agent, version)
             except CaptureError as exc:
                 row.note = f"not installed: {exc}"
                 continue
