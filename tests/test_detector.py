@@ -137,3 +137,24 @@ def test_a_busy_line_that_keeps_moving_stays_working_and_one_drawn_again_counts_
     changes = _run_frames(detector, [(9.0, b"\x1b[3;1H\x1b[2K"),
                                      (10.0, "\x1b[3;1H⠋ Thinking… (0s)".encode())], until=10.5)
     assert changes == [(10.03, "working")]
+
+
+def test_a_title_that_stops_saying_working_is_news_however_small_the_frame() -> None:
+    """Claude's turn ends with its title's spinner giving way to '✳' (a 20-byte write) and a final frame only
+    a few times its spinner's size: inside the spinner's rhythm, the idle waited for the animation's stop
+    rule (1.5 usual gaps: 0.16 s at 40x12, 0.22 s for a 150 ms spinner). What the title alone says changed
+    (its working rule no longer matches): the frame is judged once it settles."""
+    fh = io.StringIO()
+    cast = CastWriter(fh, 40, 12, 0.0)
+    cast.write(0.0, "o", "\x1b[2J\x1b[H\x1b[9;1H" + "─" * 40 + "\r\n❯\r\n" + "─" * 40 + "\r\n  esc to interrupt")
+    t, glyphs = 0.0, "·✢✳✶✻✽"
+    for i in range(40):  # the spinner line every 150 ms, the title's half circle every second
+        t = round(t + 0.15, 3)
+        title = f"\x1b]0;{'◐◑'[i // 7 % 2]} Claude Code\x07" if i % 7 == 0 else ""
+        cast.write(t, "o", title + f"\x1b[7;1H{glyphs[i % 6]} Noodling…\x1b[10;3H")
+    end = round(t + 0.1, 3)
+    cast.write(end, "o", "\x1b]0;✳ Claude Code\x07")
+    cast.write(round(end + 0.01, 3), "o", "\x1b[7;1H\x1b[2K✻ Crunched for 6s\x1b[12;1H\x1b[2K  ? for shortcuts\x1b[10;3H")
+    result = replay(parse_cast(fh.getvalue().splitlines()), MANIFESTS, agent="claude", tail=1.0)
+    idle = next(c for c in result.changes if c.t > end - 0.001)
+    assert idle.state == "idle" and idle.t - end <= 0.01 + PolicyConfig().settle + 0.001, (idle.t - end, idle)

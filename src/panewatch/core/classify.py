@@ -291,6 +291,16 @@ def explain(snapshot: Snapshot, manifest: Manifest, quarantine: Quarantine | Non
     return _judge(_Regions(snapshot), manifest, quarantine, trace, still=still), trace
 
 
+def title_rule(manifest: Manifest, title: str) -> str | None:
+    """The first of the manifest's title rules that matches `title` (its id), or None: what the window title
+    alone says, cheap enough to ask at every title the agent sets (a few patterns on one short string)."""
+    regions = _Regions(Snapshot(rows=(), title=title))
+    for rule in manifest.rules:
+        if rule.region.kind == "title" and _match_rule(rule, regions)[0] is not None:
+            return rule.id
+    return None
+
+
 def indicator_line(snapshot: Snapshot, verdict: Verdict) -> str:
     """The logical line(s) a verdict's match is on (all of a busy indicator: its spinner, seconds and
     counters, wherever in the line the pattern matched); "" for the title."""

@@ -24,6 +24,7 @@ from panewatch.core.classify import (
     identify,
     indicator_line,
     rule_key,
+    title_rule,
 )
 from panewatch.core.manifest import Manifest, Rule
 from panewatch.core.policy import ChangeDrivenSchedule, Schedule
@@ -78,15 +79,32 @@ class PaneDetector:
         self._moving: dict[str, tuple[str, float]] = {}
         self._still_due: float | None = None  # when the verdict's indicator stands still too long, unless it moves
         self._moving_rules: tuple[list[Manifest], dict[str, Rule]] | None = None
+        self._title_said: tuple[str, str | None] | None = None  # (agent, title rule) the last title set matched
 
     def feed(self, now: float, data: bytes) -> None:
         self._now = max(self._now, now)
+        titles = self.screen.titles_set
         self.screen.feed(data)
         self.schedule.on_output(now, len(data))
+        if self.screen.titles_set != titles:
+            self._title_news(now)
         if not self.screen.synchronized:
             self._sync_since = None
         elif self._sync_since is None:
             self._sync_since = now
+
+    def _title_news(self, now: float) -> None:
+        """The agent set its window title: if what the title alone says changed (a title rule stopped or
+        started matching: the spinner left it, 'Action Required' came), that frame is news for the schedule,
+        however small it is. A spinner glyph turning in the title says the same each time: no news."""
+        manifest = self.manifest()
+        if manifest is None:
+            return
+        said = (manifest.id, title_rule(manifest, self.screen.title()))
+        if said != self._title_said:
+            if self._title_said is not None:
+                self.schedule.on_news(now)
+            self._title_said = said
 
     def resize(self, now: float, cols: int, rows: int) -> None:
         self._now = max(self._now, now)

@@ -126,13 +126,17 @@ class StateReader:
         self._y = ffi.new("uint16_t*")
         self._mode = ffi.new("GhosttyTerminalModeConfig*")
 
+    def title(self) -> str:
+        if not lib.ghostty_terminal_get(self._term._t[0], lib.GHOSTTY_TERMINAL_DATA_TITLE, self._title) \
+                and self._title.len:
+            raw: bytes = ffi.buffer(self._title.ptr, self._title.len)[:]
+            return raw.decode("utf-8", "replace")
+        return ""
+
     def read(self) -> tuple[str, bool, tuple[int, int]]:
         t = self._term._t[0]
         get = lib.ghostty_terminal_get
-        title = ""
-        if not get(t, lib.GHOSTTY_TERMINAL_DATA_TITLE, self._title) and self._title.len:
-            raw: bytes = ffi.buffer(self._title.ptr, self._title.len)[:]
-            title = raw.decode("utf-8", "replace")
+        title = self.title()
         core.check(get(t, lib.GHOSTTY_TERMINAL_DATA_ACTIVE_SCREEN, self._int), "active_screen")
         core.check(get(t, lib.GHOSTTY_TERMINAL_DATA_CURSOR_X, self._x), "cursor_x")
         core.check(get(t, lib.GHOSTTY_TERMINAL_DATA_CURSOR_Y, self._y), "cursor_y")

@@ -26,6 +26,7 @@ from typing import Protocol
 
 class Schedule(Protocol):
     def on_output(self, now: float, size: int = 0) -> None: ...  # size: bytes written (0: a resize)
+    def on_news(self, now: float) -> None: ...  # the frame being written says something new (detector.py)
     def next_due(self) -> float: ...
     def on_classified(self, now: float, changed: bool = False) -> None: ...  # changed: state or rule
 
@@ -90,13 +91,26 @@ class ChangeDrivenSchedule:
             self._dirty_since = now
         if (self._animating() and self._usual_bytes is not None
                 and self._frame_bytes > c.big_frame * self._usual_bytes):
-            # Not one of the animation's frames: judge it once it settles, and count max_delay from
-            # its first write (the animation's first unjudged frame may be long past: a check then
-            # would read this one half drawn), yet not past the check the animation was due for.
-            self._steady = 0
-            start = min(self._frame_start, self._last_classified + c.steady_interval - c.max_delay)
-            self._dirty_since = max(self._dirty_since, start)
+            self._news()
         self._last_output = now
+
+    def _news(self) -> None:
+        """This frame is not one of the animation's: judge it once it settles, and count max_delay from its
+        first write (the animation's first unjudged frame may be long past: a check then would read this
+        one half drawn), yet not past the check the animation was due for."""
+        c = self.config
+        self._steady = 0
+        start = min(self._frame_start, self._last_classified + c.steady_interval - c.max_delay)
+        self._dirty_since = start if self._dirty_since is None else max(self._dirty_since, start)
+
+    def on_news(self, now: float) -> None:
+        """The frame being written says something new however small it is (the window title's own verdict
+        changed: the spinner left Claude's title as its turn ended): judge it as a burst, not at the
+        animation's next check. Without it the idle waited for the animation's stop rule, 1.5 usual gaps
+        (0.16 s at 40x12 where Claude's final frame was only 2.5x its spinner's), or its steady interval."""
+        if self._dirty_since is None:
+            self._dirty_since = now
+        self._news()
 
     def next_due(self) -> float:
         c = self.config
@@ -125,6 +139,9 @@ class FixedSweepSchedule:
         self._next = start
 
     def on_output(self, now: float, size: int = 0) -> None:
+        pass
+
+    def on_news(self, now: float) -> None:
         pass
 
     def next_due(self) -> float:

@@ -137,6 +137,7 @@ class Screen:
         self.answer_program_status = False  # answer OSC 7501 probes (with a reply handler): see termstatus
         self._status_scanner = termstatus.Scanner()
         self._statuses: list[termstatus.ProgramStatus] = []
+        self.titles_set = 0  # writes that set the window title (OSC 0 or 2) so far
         self._cached: Snapshot | None = None
         self._kept: bytes | None = None  # the repaint of a closed screen
         # The program is inside a synchronized update (DEC mode 2026: `CSI ? 2026 h` ... `l`): what the
@@ -172,6 +173,8 @@ class Screen:
                 except Exception:  # the pane's write failed: the screen goes on
                     self.stats.engine_errors += 1
         self._feed_engine(data[pos:])
+        if b"\x1b]0;" in data or b"\x1b]2;" in data:  # a window title set: the detector may look at it
+            self.titles_set += 1
         # Read the mode only where it can have changed (a sequence naming 2026, maybe split across reads;
         # a reset while one is open): most feeds are spinner frames, and the read costs a quarter of one.
         if self.synchronized or b"2026" in data or b"2026" in self._sync_tail + data[:3]:
@@ -187,6 +190,18 @@ class Screen:
             self._term.feed(data)
         except Exception:  # the engine or a reply callback failed: keep the pane alive
             self.stats.engine_errors += 1
+
+    def title(self) -> str:
+        """The window title now, without a whole snapshot (a few µs; "" if unknown)."""
+        if self._cached is not None:
+            return self._cached.title
+        if self._state is None:
+            return ""
+        try:
+            return self._state.title()
+        except Exception:
+            self.stats.engine_errors += 1
+            return ""
 
     def take_program_status(self) -> list[termstatus.ProgramStatus]:
         """The OSC 7501 status reports fed since the last call, oldest first."""
