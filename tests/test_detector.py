@@ -154,7 +154,8 @@ def test_a_title_that_stops_saying_working_is_news_however_small_the_frame() -> 
         cast.write(t, "o", title + f"\x1b[7;1H{glyphs[i % 6]} Noodling…\x1b[10;3H")
     end = round(t + 0.1, 3)
     cast.write(end, "o", "\x1b]0;✳ Claude Code\x07")
-    cast.write(round(end + 0.01, 3), "o", "\x1b[7;1H\x1b[2K✻ Crunched for 6s\x1b[12;1H\x1b[2K  ? for shortcuts\x1b[10;3H")
+    last = "\x1b[7;1H\x1b[2K✻ Crunched for 6s\x1b[12;1H\x1b[2K  ? for shortcuts\x1b[10;3H"
+    cast.write(round(end + 0.01, 3), "o", last)
     result = replay(parse_cast(fh.getvalue().splitlines()), MANIFESTS, agent="claude", tail=1.0)
     idle = next(c for c in result.changes if c.t > end - 0.001)
     assert idle.state == "idle" and idle.t - end <= 0.01 + PolicyConfig().settle + 0.001, (idle.t - end, idle)
