@@ -16,13 +16,12 @@ nothing), so the core reads no clock and tests drive it without slow patterns.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from panewatch.core.manifest import Manifest, Region, Rule
 from panewatch.core.pattern import Pattern
-from panewatch.core.screen import Snapshot
+from panewatch.core.screen import Snapshot, cells
 from panewatch.core.states import ScreenState, urgency
 
 # The largest screen a pane can have (Screen.resize: 1000 columns × 500 rows) with its newlines; a
@@ -134,20 +133,12 @@ def _cursor_line(snapshot: Snapshot) -> tuple[int, str]:
             start, text = wrap_start, head + left
             break
     while (start > 0 and first - start < MAX_EDITOR_ROWS and snapshot.width
-           and _cells(above := snapshot.rows[start - 1]) >= snapshot.width and not _RULE_ROW.match(above)):
+           and cells(above := snapshot.rows[start - 1]) >= snapshot.width and not _RULE_ROW.match(above)):
         start, text = start - 1, above + text
     return start, text
 
 
 MAX_EDITOR_ROWS = 4  # rows of one line a line editor breaks at the edge (a long question, typed text)
-
-
-def _cells(text: str) -> int:
-    """Columns `text` takes on a terminal: wide (East Asian) characters two, combining marks none."""
-    if text.isascii():
-        return len(text)
-    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
-               for ch in text)
 
 
 class _Regions:

@@ -6,6 +6,7 @@ high-level getters allocate on every call; snapshots are the hot path, so they r
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import pyghostty
@@ -27,10 +28,8 @@ class VisibleText:
     and output buffer are allocated once and reused, and the buffer is formatted in one call
     instead of a size query plus a fill. Snapshots are the hot path of every classification.
 
-    `read(unwrap=True)` gives the same rows with every soft-wrapped row joined to its continuation (a
-    line the program wrote longer than the screen is wide, as a person reads it); `wrapped_rows` says
-    which rows the terminal wrapped (the engine's per-row flag, ~1 µs a row: asked only when the two
-    reads differ)."""
+    `wrapped(rows)` says which of those rows the terminal soft-wrapped (a line the program wrote longer than
+    the screen is wide goes on at the start of the next row): the engine's per-row flag, ~1 µs a row."""
 
     def __init__(self, term: Any) -> None:
         self._term = term
@@ -44,9 +43,6 @@ class VisibleText:
         self._options = core.init_sized("GhosttyTerminalSelectionFormatOptions")
         self._options.emit = lib.GHOSTTY_FORMATTER_FORMAT_PLAIN
         self._options.unwrap, self._options.trim = False, True
-        self._unwrapped = core.init_sized("GhosttyTerminalSelectionFormatOptions")
-        self._unwrapped.emit = lib.GHOSTTY_FORMATTER_FORMAT_PLAIN
-        self._unwrapped.unwrap, self._unwrapped.trim = True, True
         self._row = ffi.new("GhosttyRow*")
         self._flag = ffi.new("bool*")
         self._written = ffi.new("size_t*")
@@ -57,7 +53,7 @@ class VisibleText:
         self._point.value.x, self._point.value.y = x, y
         core.check(self._grid_ref(self._term._t[0], self._point[0], out), "grid_ref")
 
-    def read(self, cols: int, rows: int, *, unwrap: bool = False) -> str:
+    def read(self, cols: int, rows: int) -> str:
         if self._size != (cols, rows):
             # Room for 4-byte characters plus combining marks; bigger screens fall back below.
             self._buf = ffi.new("uint8_t[]", cols * rows * 8 + rows)
@@ -66,20 +62,19 @@ class VisibleText:
         self._ref(self._end, cols - 1, rows - 1)
         self._selection.start = self._start[0]
         self._selection.end = self._end[0]
-        options = self._unwrapped if unwrap else self._options
-        options.selection = self._selection
+        self._options.selection = self._selection
         result = lib.ghostty_terminal_selection_format_buf(
-            self._term._t[0], options[0], self._buf, len(self._buf), self._written)
+            self._term._t[0], self._options[0], self._buf, len(self._buf), self._written)
         if result:  # out of space (very long grapheme clusters): the slow, exact path
-            text: str = self._term._format_sel(self._selection, unwrap=unwrap) if unwrap else self._term.text()
+            text: str = self._term.text()
             return text
         raw: bytes = ffi.buffer(self._buf, self._written[0])[:]
         return raw.decode("utf-8", "replace")
 
-    def wrapped_rows(self, rows: int) -> list[int]:
-        """The visible rows the terminal soft-wrapped: their text goes on at the start of the next row."""
+    def wrapped(self, rows: Iterable[int]) -> list[int]:
+        """Which of these visible rows the terminal soft-wrapped: their text goes on at the next row's start."""
         out = []
-        for y in range(rows):
+        for y in rows:
             self._ref(self._start, 0, y)
             core.check(lib.ghostty_grid_ref_row(self._start, self._row), "grid_ref_row")
             core.check(lib.ghostty_row_get(self._row[0], lib.GHOSTTY_ROW_DATA_WRAP, self._flag), "row_get")

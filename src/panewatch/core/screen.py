@@ -8,6 +8,7 @@ the engine and keeps only its last picture: the snapshot and a repaint of it.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -70,22 +71,47 @@ class Snapshot:
         return Snapshot(rows=tuple(rows), title=title, width=width)
 
 
-def logical_wraps(rows: tuple[str, ...], joined: list[str], wrapped: set[int]) -> tuple[Wrap, ...]:
-    """Pair each run of soft-wrapped rows with its line of the unwrapped read (`joined`: one line per run,
-    in order; the same trailing blank rows trimmed). Should the two reads disagree, a run's rows are
-    joined as drawn."""
+def cells(text: str) -> int:
+    """Columns `text` takes on a terminal: wide (East Asian) characters two, combining marks none."""
+    if text.isascii():
+        return len(text)
+    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+               for ch in text)
+
+
+# A row the terminal wrapped was written up to its last column; its text, trailing blanks stripped, reaches
+# at least this near the edge (a break after a few written blanks is still seen; one after more is not).
+WRAP_SLACK = 4
+
+
+def wrap_candidates(rows: tuple[str, ...], width: int) -> list[int]:
+    """The rows that may have been soft-wrapped (all but the last, reaching near the right edge): the only
+    ones whose wrap flag is worth the engine call. Not a row ending in a box-drawing or block character (a
+    rule, a box's edge, a scrollbar: a full-screen UI draws those in place, and they are most full-width
+    rows of an agent's screen: 20 of them at 200x50 cost Gemini's snapshot 20 µs)."""
+    out = []
+    near = width - WRAP_SLACK
+    for i, row in enumerate(rows[:-1]):
+        size = len(row)
+        if size * 2 < near or "\u2500" <= row[-1] <= "\u259f":  # too short even all wide; a drawn edge
+            continue
+        if size >= near or (not row.isascii() and cells(row) >= near):
+            out.append(i)
+    return out
+
+
+def logical_wraps(rows: tuple[str, ...], width: int, wrapped: set[int]) -> tuple[Wrap, ...]:
+    """Each run of soft-wrapped rows as one line: a wrapped row's text padded to the edge (its trailing
+    blanks were written), then the next row's."""
     out: list[Wrap] = []
-    line, row = 0, 0
+    row = 0
     while row < len(rows):
         last = row
         while last in wrapped and last + 1 < len(rows):
             last += 1
         if last > row:
-            found = joined[line] if line < len(joined) else ""
-            if not found.startswith(rows[row]) or not found.rstrip().endswith(rows[last].strip()):
-                found = "".join(rows[row:last + 1])
-            out.append((row, last, found.rstrip()))
-        line += 1
+            text = "".join(r + " " * max(0, width - cells(r)) for r in rows[row:last]) + rows[last]
+            out.append((row, last, text.rstrip()))
         row = last + 1
     return tuple(out)
 
@@ -173,7 +199,8 @@ class Screen:
                 except Exception:  # the pane's write failed: the screen goes on
                     self.stats.engine_errors += 1
         self._feed_engine(data[pos:])
-        if b"\x1b]0;" in data or b"\x1b]2;" in data:  # a window title set: the detector may look at it
+        # A window title set (OSC 0/2: agents end it with BEL; BEL first, the cheaper search on every feed).
+        if b"\x07" in data and (b"\x1b]0;" in data or b"\x1b]2;" in data):
             self.titles_set += 1
         # Read the mode only where it can have changed (a sequence naming 2026, maybe split across reads;
         # a reset while one is open): most feeds are spinner frames, and the read costs a quarter of one.
@@ -239,23 +266,21 @@ class Screen:
         lines = text.split("\n")[: self.rows]
         rows = tuple(line.rstrip() for line in lines) + ("",) * (self.rows - len(lines))
         self._cached = Snapshot(rows=rows, title=title, alt_screen=alt, cursor=(cursor[0], cursor[1]),
-                                width=self.cols, wraps=self._wraps(rows, text))
+                                width=self.cols, wraps=self._wraps(rows))
         return self._cached
 
-    def _wraps(self, rows: tuple[str, ...], text: str) -> tuple[Wrap, ...]:
-        """The soft-wrapped lines: the screen read again with wrapped rows joined (5 µs at 120x32); only
-        if that read has fewer lines does the engine say which rows wrapped (1 µs a row)."""
-        if self._text is None:
+    def _wraps(self, rows: tuple[str, ...]) -> tuple[Wrap, ...]:
+        """The soft-wrapped lines: the engine's wrap flag asked only for rows that reach near the right edge
+        (1 µs a row; an agent's screen has a few: its full-width rules)."""
+        candidates = wrap_candidates(rows, self.cols)
+        if self._text is None or not candidates:
             return ()
         try:
-            joined = self._text.read(self.cols, self.rows, unwrap=True)
-            if joined.count("\n") == text.count("\n"):
-                return ()
-            wrapped = set(self._text.wrapped_rows(self.rows))
+            wrapped = set(self._text.wrapped(candidates))
         except Exception:
             self.stats.engine_errors += 1
             return ()
-        return logical_wraps(rows, joined.split("\n"), wrapped)
+        return logical_wraps(rows, self.cols, wrapped) if wrapped else ()
 
     def row_styles(self, row: int) -> list[CellStyle]:
         """Each cell's look on visible row `row` (background, foreground, inverse, bold), for what a text
