@@ -74,7 +74,7 @@ id = "spinner"
 state = "working"
 region = "bottom:3"
 moving = 1.5
-any = ['^[⠋⠙⠹] \\w+… \\(\\d+s\\)']
+any = ['^[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] \\w+… \\(\\d+s\\)']
 note = "a spinner line with its seconds"
 [[rules]]
 id = "prompt"
@@ -123,16 +123,17 @@ def test_a_busy_line_that_stands_still_is_a_copy_and_the_pane_goes_idle() -> Non
 
 def test_a_busy_line_that_keeps_moving_stays_working_and_one_drawn_again_counts_afresh() -> None:
     """A braille spinner turning every 80 ms with its seconds: working for as long as it turns, whatever the
-    checks' rhythm; once it stops, idle `moving` (1.5 s) after its line last changed at a check."""
+    checks' rhythm; once it stops, idle `moving` (1.5 s) after a check last saw its line change (checks come
+    steady_interval apart while it turns, so that is at most one interval before its last frame)."""
     detector = PaneDetector(_toy, Screen(40, 6), agent_id="toy")  # type: ignore[arg-type]
-    glyphs = "⠋⠙⠹"
-    frames = [(i * 0.08, f"\x1b[3;1H\x1b[2K{glyphs[i % 3]} Thinking… ({int(i * 0.08)}s)\x1b[5;1H> ".encode())
+    glyphs = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+    frames = [(i * 0.08, f"\x1b[3;1H\x1b[2K{glyphs[i % 10]} Thinking… ({int(i * 0.08)}s)\x1b[5;1H> ".encode())
               for i in range(50)]
     assert _run_frames(detector, frames, until=3.95) == [(0.03, "working")]
-    # It stops (the agent froze, or its last frame was left behind): idle 1.5 s after a check last saw it
-    # change (checks come at most steady_interval apart while it turns).
+    # It stops (the agent froze, or its last frame was left behind): idle 1.5 s after its line last changed.
     [(t, state)] = _run_frames(detector, [], until=8.0)
-    assert state == "idle" and frames[-1][0] + 1.5 <= t <= frames[-1][0] + 1.5 + PolicyConfig().steady_interval
+    steady = PolicyConfig().steady_interval
+    assert state == "idle" and frames[-1][0] + 1.5 - steady <= t <= frames[-1][0] + 1.5 + steady
     # The line goes and comes back (a new turn): it counts again at once.
     changes = _run_frames(detector, [(9.0, b"\x1b[3;1H\x1b[2K"),
                                      (10.0, "\x1b[3;1H⠋ Thinking… (0s)".encode())], until=10.5)

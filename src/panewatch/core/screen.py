@@ -93,7 +93,7 @@ def wrap_candidates(rows: tuple[str, ...], width: int) -> list[int]:
     near = width - WRAP_SLACK
     for i, row in enumerate(rows[:-1]):
         size = len(row)
-        if size * 2 < near or "\u2500" <= row[-1] <= "\u259f":  # too short even all wide; a drawn edge
+        if not row or size * 2 < near or "\u2500" <= row[-1] <= "\u259f":  # too short even all wide; an edge
             continue
         if size >= near or (not row.isascii() and cells(row) >= near):
             out.append(i)
