@@ -155,8 +155,9 @@ PROFILES: dict[str, AgentProfile] = {
         # The footer at rest: '← open sidebar · Interactive · Manual Approval · / commands  claude-sonnet-4.5', cut
         # to ' Interactive · Manual claude-sonnet-4.5' in a narrow pane (the mode stays, the key hints go).
         ready=("· / commands", "Interactive · Manual"),
-        # The footer: '● Working esc esc edit prompt', then '● Working · 68 B esc esc interrupt'.
-        busy=("Working esc esc", "esc esc interrupt"),
+        # The footer: '● Working esc esc edit prompt', then '● Working · 68 B esc esc interrupt'; releases before
+        # 1.0.102 say 'esc' once ('◎ Working esc edit prompt', '○ Working · 125 B esc interrupt').
+        busy=("Working esc esc", "esc esc interrupt", "Working esc", "esc interrupt"),
         dialogs={"bash": ("Do you want to run this command?", 1),
                  "edit": ("Do you want to edit ", 1),
                  "write": ("Do you want to create ", 1),
