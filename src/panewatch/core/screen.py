@@ -8,6 +8,7 @@ the engine and keeps only its last picture: the snapshot and a repaint of it.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -82,6 +83,11 @@ def cells(text: str) -> int:
 # A row the terminal wrapped was written up to its last column; its text, trailing blanks stripped, reaches
 # at least this near the edge (a break after a few written blanks is still seen; one after more is not).
 WRAP_SLACK = 4
+# The wide (two-column) characters' main blocks: Hangul Jamo, CJK, Hangul, fullwidth forms, emoji. For the
+# quick bound of `wrap_candidates` only (`cells` is exact, and costs ~0.1 µs a character).
+_WIDE = re.compile("[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf"
+                   "\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6"
+                   "\U0001f300-\U0001f64f\U0001f900-\U0001f9ff\U00020000-\U0003fffd]")
 
 
 def wrap_candidates(rows: tuple[str, ...], width: int) -> list[int]:
@@ -95,7 +101,7 @@ def wrap_candidates(rows: tuple[str, ...], width: int) -> list[int]:
         size = len(row)
         if not row or size * 2 < near or "\u2500" <= row[-1] <= "\u259f":  # too short even all wide; an edge
             continue
-        if size >= near or (not row.isascii() and cells(row) >= near):
+        if size >= near or (not row.isascii() and size + len(_WIDE.findall(row)) >= near):
             out.append(i)
     return out
 
