@@ -133,3 +133,55 @@ def test_cursor_region_is_what_is_left_of_the_cursor() -> None:
     prompt = Snapshot(rows=("Tokens: 1k sent", "> fix it", ""), cursor=(8, 1), width=120)
     sent = Snapshot(rows=("Tokens: 1k sent", "> fix it", ""), cursor=(0, 2), width=120)
     assert classify(prompt, aider).rule == "prompt" and classify(sent, aider).rule == "not-at-the-prompt"
+
+
+def test_rules_read_logical_lines_and_name_the_first_row() -> None:
+    """A question the terminal wrapped at 40 columns is one line to the rules (Aider's, soft-wrapped by the
+    terminal): the `cursor` region holds the whole line left of the cursor, a screen region the line whole,
+    and the verdict names the row the line starts on."""
+    aider = MANIFESTS.manifests["aider"]
+    screen = Screen(40, 8)
+    screen.feed(b"Aider v0.86.2\r\nRun shell command? (Y)es/(N)o/(D)on't ask again [Yes]: ")
+    verdict = classify(screen.snapshot(), aider)
+    assert (verdict.state, verdict.rule, verdict.row) == ("blocked", "yes-no-question", 1)
+    screen.feed(b"y\r\n")  # answered: the cursor left the question, it stays in the history
+    assert classify(screen.snapshot(), aider).state != "blocked"
+
+
+def test_a_line_editor_breaking_its_own_line_at_the_edge_is_read_on_into_the_next_row() -> None:
+    """prompt_toolkit (Aider) draws a long question itself, cut at the pane's edge inside a word ('[Y' then
+    'es]: ' with no terminal wrap): the cursor's line takes the rows above it that reach the last column,
+    never a horizontal rule (full width too: Aider draws one above its prompt)."""
+    aider = MANIFESTS.manifests["aider"]
+    question = "Run shell command? (Y)es/(N)o/(D)on't ask again [Yes]: "
+    rows = ["touch /tmp/x", question[:50], question[50:]]
+    blocked = Snapshot(rows=(*rows, "", ""), cursor=(len(question) - 50, 2), width=50)
+    verdict = classify(blocked, aider)
+    assert (verdict.state, verdict.row) == ("blocked", 1)
+    prompt = Snapshot(rows=("x" * 10, "─" * 50, "> ", "", ""), cursor=(2, 2), width=50)
+    assert classify(prompt, aider).rule == "prompt"
+    cut = Snapshot(rows=("> " + "y" * 48, "> ab", "", ""), cursor=(4, 1), width=50)  # typed text, continued
+    assert classify(cut, aider).rule == "prompt"
+
+
+def test_a_rule_that_wraps_reads_its_words_across_the_rows_a_narrow_pane_breaks_them_over() -> None:
+    """Codex at 40 columns draws its approval question over two rows, and its key hint too: the rules with
+    `wraps = true` see the words however the rows fall; the question alone, without its options, is not a
+    dialog."""
+    codex = MANIFESTS.manifests["codex"]
+    narrow = snap("""
+  Would you like to run the following
+  command?
+
+  $ touch /tmp/x
+
+› 1. Yes, proceed (y)
+  2. No, and tell Codex what to do
+     differently (esc)
+
+  Press enter to confirm or esc to
+  cancel""")
+    verdict = classify(narrow, codex)
+    assert (verdict.state, verdict.rule) == ("blocked", "confirm-footer")
+    trace = explain(snap("\n".join(narrow.rows[:-3])), codex)[1]
+    assert next(t for t in trace if t.rule.id == "approval-question").matched

@@ -502,3 +502,55 @@ def test_qwen_blocks_by_its_awaited_permission_request_not_its_late_notification
     assert "Notification" not in qwen_hook_settings(["panewatch"])["hooks"]
     assert hook_state("qwen", "Stop") == "done" and hook_state("qwen", "SessionStart") is None
     assert hook_state("qwen", "MessageDisplay") is None  # every streamed chunk: not subscribed
+
+
+def test_copilot_hooks_come_in_a_per_launch_plugin_dir_that_goes_with_the_pane(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Copilot CLI: `--plugin-dir` after the program, a plugin.json naming a hooks.json of version 1 with one
+    `bash` command hook per subscribed event; the user's own `--plugin-dir` stays; unwire removes the plugin."""
+    from panewatch.core.hookevents import COPILOT_HOOK_STATES
+    from panewatch.runtime.hooks import PaneHooks
+    from panewatch.runtime.live import ManifestWatcher
+
+    monkeypatch.setattr(paths, "runtime_dir", lambda: tmp_path)
+
+    async def main() -> None:
+        hooks = PaneHooks(lambda pane, report: None)
+        try:
+            env: dict[str, str] = {}
+            argv = await hooks.wire("p", ["copilot", "--plugin-dir", "mine", "-C", "ws"], env, cwd=None,
+                                    manifests=ManifestWatcher().get)
+            assert argv[:2] == ["copilot", "--plugin-dir"] and argv[3:] == ["--plugin-dir", "mine", "-C", "ws"]
+            plugin = Path(argv[2])
+            assert plugin.parent == tmp_path and "PANEWATCH_TOKEN" in env
+            assert stat.S_IMODE(plugin.stat().st_mode) == 0o700
+            assert json.loads((plugin / "plugin.json").read_text())["hooks"] == "hooks.json"
+            doc = json.loads((plugin / "hooks.json").read_text())
+            assert doc["version"] == 1 and set(doc["hooks"]) == set(COPILOT_HOOK_STATES)
+            [notify] = doc["hooks"]["notification"]
+            assert notify["type"] == "command" and notify["bash"].endswith(" pane notify") and notify["timeoutSec"] == 5
+            [stop] = doc["hooks"]["agentStop"]
+            assert stop["bash"].endswith(" pane report done --event agentStop")
+            hooks.unwire("p")
+            assert not plugin.exists()  # the plugin goes with the pane
+        finally:
+            await hooks.close()
+
+    asyncio.run(main())
+
+
+def test_copilot_blocks_on_its_prompt_shown_notification_not_on_permission_request() -> None:
+    """permissionRequest fires before Copilot's own approval rules (an allowed call fires it too): it says
+    nothing; the permission_prompt notification fires once the prompt is on screen."""
+    from panewatch.core.hookevents import hook_detail, hook_state
+    from panewatch.runtime.hookinject import copilot_hook_settings
+
+    assert hook_state("copilot", "permissionRequest") is None
+    assert "permissionRequest" not in copilot_hook_settings(["pw"])["hooks"]
+    assert hook_state("copilot", "notification", "permission_prompt") == "blocked"
+    assert hook_state("copilot", "notification", "elicitation_dialog") == "blocked"
+    for kind in ("agent_idle", "agent_completed", "shell_completed"):  # background agents and shells
+        assert hook_state("copilot", "notification", kind) is None
+    assert hook_state("copilot", "agentStop") == "done" and hook_state("copilot", "subagentStop") is None
+    assert hook_state("copilot", "preToolUse") == "working"
+    assert hook_detail("preToolUse", {"toolName": "bash"}) == "preToolUse bash"

@@ -266,3 +266,40 @@ def test_the_hook_clients_runtime_dir_is_the_runtimes(tmp_path: Path, monkeypatc
     assert str(paths.runtime_dir()) == paneclient.runtime_dir() == str(tmp_path / "xdg" / "panewatch")
     os.chmod(tmp_path / "xdg" / "panewatch", 0o755)
     assert paneclient.runtime_dir() is None  # not private: nobody of ours would listen there
+
+
+def test_copilot_hooks_are_a_file_of_their_own_in_its_hooks_folder(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Copilot CLI reads every *.json in $COPILOT_HOME/hooks: ours is panewatch.json there (version 1, `bash`
+    commands running `pane hook`), the user's own hooks files are never touched, and uninstall removes ours
+    and the folder install made."""
+    from panewatch.core.hookevents import COPILOT_HOOK_STATES
+
+    monkeypatch.delenv("COPILOT_HOME", raising=False)
+    path = settings_file("copilot")
+    assert path == home / ".copilot" / "hooks" / "panewatch.json"
+    first = install("copilot", launcher=LAUNCHER)
+    assert first.action == "installed" and "(a new file)" in first.message
+    doc = json.loads(path.read_bytes())
+    assert doc["version"] == 1 and set(doc["hooks"]) == set(COPILOT_HOOK_STATES)
+    assert all(len(hooks) == 1 and hooks[0]["type"] == "command" and hooksinstall.OURS.search(hooks[0]["bash"])
+               for hooks in doc["hooks"].values())
+    assert doc["hooks"]["preToolUse"][0]["bash"].endswith(" pane hook report working --event preToolUse")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert install("copilot", launcher=LAUNCHER).action == "unchanged"
+    state = status("copilot", launcher=LAUNCHER)
+    assert state.installed and state.current
+    assert uninstall("copilot").action == "restored"
+    assert not path.exists() and not path.parent.exists()  # install made the folder: it goes too
+
+    theirs = put(home / ".copilot" / "hooks" / "mine.json", b'{"version": 1, "hooks": {"preToolUse": []}}\n')
+    monkeypatch.setenv("COPILOT_HOME", str(home / "elsewhere"))
+    assert settings_file("copilot") == home / "elsewhere" / "hooks" / "panewatch.json"
+    monkeypatch.delenv("COPILOT_HOME")
+    install("copilot", launcher=LAUNCHER)
+    # A hook the user added to our file since is kept; only ours go.
+    doc = json.loads(path.read_bytes())
+    doc["hooks"]["agentStop"].append({"type": "command", "bash": "my-notify.sh"})
+    path.write_text(json.dumps(doc))
+    assert uninstall("copilot").action == "cleaned"
+    assert json.loads(path.read_bytes())["hooks"] == {"agentStop": [{"type": "command", "bash": "my-notify.sh"}]}
+    assert theirs.read_bytes() == b'{"version": 1, "hooks": {"preToolUse": []}}\n'

@@ -120,3 +120,41 @@ def test_user_manifest_replaces_bundled_one(tmp_path: Path) -> None:
 def test_load_manifest_reports_unreadable_file(tmp_path: Path) -> None:
     with pytest.raises(ManifestError, match="cannot read"):
         load_manifest(tmp_path / "missing.toml")
+
+
+def test_wraps_and_moving_are_checked_with_the_rule_they_are_in() -> None:
+    rules = """
+[agent]
+id = "toy"
+[[rules]]
+id = "busy"
+state = "working"
+region = "bottom:2"
+wraps = {wraps}
+moving = {moving}
+any = ['x']
+note = "n"
+[[rules]]
+id = "titled"
+state = "working"
+region = "title"
+{titled}
+any = ['z']
+note = "n"
+[[rules]]
+id = "late"
+state = "idle"
+{late}
+any = ['y']
+note = "n"
+"""
+    with pytest.raises(ManifestError) as err:
+        load_manifest_text(rules.format(wraps='"yes"', moving=0, titled="moving = 2", late="moving = 1.5"), "toy.toml")
+    assert err.value.problems == [
+        "rule #1 'busy': `wraps` must be true or false",
+        "rule #1 'busy': `moving` must be a number of seconds in (0, 60]",
+        "rule #2 'titled': `moving` needs a screen region (a title has no line to watch)",
+        "rule #3 'late': `moving` is for working rules (a busy indicator), not idle",
+    ]
+    ok = load_manifest_text(rules.format(wraps="true", moving=2.5, titled="", late=""), "toy.toml")
+    assert (ok.rules[0].wraps, ok.rules[0].moving, ok.rules[1].moving) == (True, 2.5, None)

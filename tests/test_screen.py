@@ -115,3 +115,21 @@ def test_a_closed_screen_keeps_a_bounded_repaint() -> None:
     viewer = Screen(300, 100)
     viewer.feed(screen.vt_dump())
     assert viewer.snapshot().rows == rows
+
+
+def test_soft_wrapped_rows_are_one_logical_line_with_its_text_as_written() -> None:
+    """A line the program wrote longer than the screen is wide wraps onto the next rows; the engine's per-row
+    flag says which: the snapshot keeps the rows as drawn and each wrapped line whole, blanks at a break
+    included. A line the program broke itself (CR LF) and a row exactly full are not wrapped."""
+    screen = Screen(20, 8)
+    screen.feed(b"Add file to the chat? (Y)es/(N)o [Yes]: \r\n" + b"x" * 20 + b"\r\nnext\r\n"
+                + "中".encode() * 12)
+    snap = screen.snapshot()
+    assert snap.rows[:3] == ("Add file to the chat", "? (Y)es/(N)o [Yes]:", "x" * 20)
+    assert snap.wraps == ((0, 1, "Add file to the chat? (Y)es/(N)o [Yes]:"), (4, 5, "中" * 12))
+    assert snap.lines() == [(0, "Add file to the chat? (Y)es/(N)o [Yes]:"), (2, "x" * 20), (3, "next"),
+                            (4, "中" * 12), (6, ""), (7, "")]
+    assert snap.lines(1, 3) == [(0, "Add file to the chat? (Y)es/(N)o [Yes]:"), (2, "x" * 20)]  # taken whole
+    assert snap.line_text(3, 4) == "next"
+    screen.feed(b"\x1b[2J\x1b[Hshort")
+    assert screen.snapshot().wraps == ()  # cleared: nothing wraps any more

@@ -12,6 +12,7 @@ asserted (`panewatch bench agents` measures them).
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from panewatch.errors import PaneBlockedError
 from panewatch.runtime.guard import InputGuard
 from panewatch.testing.agents import LiveAgent
 from panewatch.testing.capture import final_literal
-from panewatch.testing.homes import find_agents_bin
+from panewatch.testing.homes import Launch, find_agents_bin
 
 BIN = find_agents_bin()
 pytestmark = pytest.mark.skipif(BIN is None, reason="pinned agent CLIs not installed: run scripts/install-agents "
@@ -143,3 +144,51 @@ def test_opencode_dialog_rejected_by_option_through_the_guard(tmp_path: Path, mo
             assert "(no output)" not in text and final_literal("bash") not in text, text
             assert "Always allow" not in text and not agent.mock_reply_sent("end_turn"), text
     _run("opencode", go)
+
+
+def _copilot_users_own_hook(launch: Launch, marker: Path) -> None:
+    """A hooks file of the user's in Copilot's hooks folder: it must keep running next to panewatch's plugin."""
+    folder = Path(launch.home) / ".copilot" / "hooks"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "mine.json").write_text(json.dumps({"version": 1, "hooks": {"preToolUse": [
+        {"type": "command", "bash": f"touch {marker}", "timeoutSec": 5}]}}))
+
+
+@pytest.mark.timeout(int(150 * SLOW["copilot"]))
+def test_copilot_hooks_move_the_state_and_the_users_hooks_still_run(tmp_path: Path) -> None:
+    """Copilot CLI with panewatch's per-launch plugin (`--plugin-dir`, runtime/hookinject.py): its real hook
+    calls reach the report socket in order (userPromptSubmitted, preToolUse, then the permission_prompt
+    notification once the prompt is on screen, ..., agentStop), each moves the pane, the answer through the
+    guard ends the block, and the user's own hooks file still runs."""
+    _need("copilot")
+    marker = tmp_path / "user-hook-ran"
+    agent = LiveAgent("copilot", tmp_path, hooks=True, setup=lambda launch: _copilot_users_own_hook(launch, marker))
+    factor = SLOW["copilot"]
+
+    async def go() -> None:
+        async with agent:
+            assert await agent.ready(STARTUP * factor), agent.text()
+            dialog = agent.profile.dialogs["bash"][0]
+            await agent.submit("SCN=bash DELAY=1 run the scripted scenario", timeout=10 * factor)
+            assert await agent.wait_state("blocked", STEP * factor) is not None, agent.text()
+            assert await agent.until(lambda: dialog in agent.text(), 10), agent.text()
+            await _answer(agent, InputGuard(agent.pane, pane_id=agent.pane_id))
+            assert await agent.turn_over(STEP * factor), agent.text()
+    _run("copilot", go)
+    assert agent.report_server is not None
+    assert agent.report_server.accepted >= 5 and not agent.report_server.rejected
+    got = [(r.detail.split()[0], r.state, after.state, after.source) for r, after in agent.reports]
+    events = [event for event, *_ in got]
+    assert events[:3] == ["userPromptSubmitted", "preToolUse", "Notification"] and events[-1] == "agentStop", got
+    assert "permissionRequest" not in events  # not subscribed: it fires before Copilot's own approval rules
+    asked = events.index("Notification")
+    assert got[asked][1] == "blocked", got  # the prompt on screen
+    assert "postToolUse" in events[asked:], got  # the granted call ran
+    for _event, reported, state, source in got:
+        # Each report moved the pane to what it says, unless a blocked screen held it (combine row 2).
+        assert (source, state) in (("hook", "idle" if reported == "done" else reported), ("screen", "blocked")), got
+    states = [c.new.state for c in agent.changes if c.new.state != "exited"]
+    assert states[-1] == "idle"
+    assert states.count("blocked") == 1, [(c.new.state, c.new.source, c.new.rule) for c in agent.changes]
+    assert marker.exists()  # the user's hooks run beside panewatch's plugin
+    check_against_truth(agent, early=frozenset({"blocked"}))

@@ -69,3 +69,25 @@ def test_a_broken_user_manifest_fails_with_the_rule_trace(tmp_path: Path) -> Non
     assert "· blocked  permission-question" in detail and "no `any` pattern matched" in detail
     assert "· blocked  cancel-amend-footer" in detail
     assert "1/2 scenarios pass" in out.stdout
+
+
+@pytest.mark.timeout(900)
+def test_verify_an_older_claude_code_installed_in_a_private_prefix() -> None:
+    """`agents verify claude --version X.Y.Z`: that release from the npm registry, in a private prefix (reused
+    once complete), driven through the scenarios with the manifests in force; the header names the release,
+    not the pinned one, and says the manifest was not verified for it."""
+    from panewatch.testing.versions import latest_releases, registry_versions
+
+    older = next(v for v in reversed(latest_releases(registry_versions("claude"), 3))
+                 if v not in load_all().get("claude").versions)  # type: ignore[union-attr]
+    out = panewatch("agents", "verify", "claude", "--version", older, "--scenario", "permission,quote", "--quiet",
+                    timeout=840)
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith(f"Claude Code {older} (") and "/versions/claude/" in lines[0], lines[0]
+    assert f"not verified for {older}" in lines[0]
+    assert next(row for row in lines if row.startswith("permission ")).split()[1].startswith("pass")
+    assert next(row for row in lines if row.startswith("quote ")).split()[1].startswith("pass")
+    assert f"2/2 scenarios pass for Claude Code {older}" in out.stdout
+    refused = panewatch("agents", "verify", "aider", "--version", "0.86.1", "--quiet")
+    assert refused.returncode == 2 and "Python package" in refused.stderr

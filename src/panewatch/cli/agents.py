@@ -123,6 +123,20 @@ def cmd_verify(ns: argparse.Namespace) -> int:
         print(f"panewatch agents verify: no scenarios for {ns.agent!r}; verifiable: {', '.join(PROFILES)}",
               file=sys.stderr)
         return 2
+    if ns.version is not None:
+        if ns.agent is None or ns.bin is not None:
+            print("panewatch agents verify: --version needs an AGENT and no --bin (it installs that release)",
+                  file=sys.stderr)
+            return 2
+        from panewatch.testing.versions import install
+
+        if not ns.quiet:
+            print(f"{ns.agent} {ns.version}: installing into a private prefix (npm) …", file=sys.stderr)
+        try:
+            ns.bin = install(ns.agent, ns.version)
+        except CaptureError as exc:
+            print(f"panewatch agents verify: {exc}", file=sys.stderr)
+            return 2
     agents = [ns.agent] if ns.agent else [a for a in PROFILES if _verify_bin(a, ns.bin) is not None]
     if not agents:
         print("panewatch agents verify: no agent CLI found (--bin DIR, PANEWATCH_AGENTS_BIN or PATH)", file=sys.stderr)
@@ -175,7 +189,7 @@ def register(sub: Any) -> None:
     q.set_defaults(func=cmd_explain)
     q = agents.add_parser("verify", help="drive the installed CLI through the standard scenarios against a mock "
                           "model server and replay them through the manifest: pass/fail per scenario",
-                          description="Scenarios: permission, edit, working, idle, trap, prose, esc "
+                          description="Scenarios: permission, edit, working, idle, trap, prose, quote, esc "
                                       "(panewatch.testing.verify). The truth of each capture comes from the scenario "
                                       "and the mock, never from panewatch's classifier.")
     q.add_argument("agent", nargs="?", metavar="AGENT", help="claude, codex, gemini, qwen, opencode, copilot or aider "
@@ -186,6 +200,8 @@ def register(sub: Any) -> None:
     q.add_argument("--scenario", help="a comma-separated subset of the scenarios")
     q.add_argument("--bin", type=Path, metavar="DIR", help="the directory holding the CLI (default: "
                    "PANEWATCH_AGENTS_BIN, then PATH)")
+    q.add_argument("--version", metavar="X.Y.Z", help="install this release of AGENT from the npm registry into a "
+                   "private prefix (~/.cache/panewatch/versions, reused) and verify it instead of the installed one")
     q.add_argument("--size", type=_size, default=(120, 32), metavar="COLSxROWS", help="default 120x32")
     q.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     q.set_defaults(func=cmd_verify)

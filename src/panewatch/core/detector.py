@@ -1,15 +1,32 @@
 """One pane's screen-side detection: Screen + manifest + classifier + timing policy. Pure: the
 caller passes the time and the bytes; nothing here reads a clock or touches a file descriptor.
 The quarantine (classify.Quarantine: a rule too slow on this pane is skipped on it until the
-manifests are reloaded) measures costs on the caller's clock, if it is given one."""
+manifests are reloaded) measures costs on the caller's clock, if it is given one.
+
+Busy means moving. A working verdict from a busy indicator whose rule says `moving = S` (a spinner line,
+a status row with elapsed seconds) holds only while that indicator's line changes at least every S
+seconds: the agent redraws its own (frame, seconds, token count), while a reply that quotes it, or a
+frame the agent left behind, stands still. Each such line is remembered with the time it last changed;
+once it has stood still for S the rule is set aside for this pane (`still`) and the screen is judged
+without it, by a check the detector asks for at that moment even if nothing else changed. A line that
+changes, or goes and comes back, counts again."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from panewatch.core.classify import Quarantine, Verdict, classify, classify_unidentified, identify
-from panewatch.core.manifest import Manifest
+from panewatch.core.classify import (
+    Quarantine,
+    Verdict,
+    classify,
+    classify_unidentified,
+    identify,
+    indicator_line,
+    rule_key,
+    title_rule,
+)
+from panewatch.core.manifest import Manifest, Rule
 from panewatch.core.policy import ChangeDrivenSchedule, Schedule
 from panewatch.core.screen import Screen, Snapshot
 
@@ -59,21 +76,47 @@ class PaneDetector:
         self._judged_unknown: tuple[Snapshot, list[Manifest]] | None = None
         self._identified: str | None = None
         self._quarantined_for: list[Manifest] | None = None  # the manifest list the quarantine is about
+        self._now = 0.0  # the latest time the caller gave (feed, resize, tick): classify_now's default
+        # Busy indicators with `moving` (see the module doc): 'agent/rule' -> (its line, when it last changed).
+        self._moving: dict[str, tuple[str, float]] = {}
+        self._still_due: float | None = None  # when the verdict's indicator stands still too long, unless it moves
+        self._moving_rules: tuple[list[Manifest], dict[str, Rule]] | None = None
+        self._title_said: tuple[str, str | None] | None = None  # (agent, title rule) the last title set matched
 
     def feed(self, now: float, data: bytes) -> None:
+        self._now = max(self._now, now)
+        titles = self.screen.titles_set
         self.screen.feed(data)
         self.schedule.on_output(now, len(data))
+        if self.screen.titles_set != titles:
+            self._title_news(now)
         if not self.screen.synchronized:
             self._sync_since = None
         elif self._sync_since is None:
             self._sync_since = now
 
+    def _title_news(self, now: float) -> None:
+        """The agent set its window title: if what the title alone says changed (a title rule stopped or
+        started matching: the spinner left it, 'Action Required' came), that frame is news for the schedule,
+        however small it is. A spinner glyph turning in the title says the same each time: no news."""
+        manifest = self.manifest()
+        if manifest is None or not self.judging:
+            return
+        said = (manifest.id, title_rule(manifest, self.screen.title()))
+        if said != self._title_said:
+            if self._title_said is not None:
+                self.schedule.on_news(now)
+            self._title_said = said
+
     def resize(self, now: float, cols: int, rows: int) -> None:
+        self._now = max(self._now, now)
         self.screen.resize(cols, rows)
         self.schedule.on_output(now)
 
     def next_due(self) -> float:
         due = self.schedule.next_due()
+        if self._still_due is not None:  # the verdict's busy indicator may have stopped by then
+            due = min(due, self._still_due)
         return due if self._sync_since is None else max(due, self._sync_since + self.sync_hold)
 
     def due(self, now: float) -> bool:
@@ -116,12 +159,19 @@ class PaneDetector:
             self._judged = self._judged_unknown = None
             if not judging:
                 self.verdict = UNKNOWN
+                self._still_due = None
 
-    def classify_now(self) -> Verdict:
-        """Classify the current screen regardless of the schedule (the input guard re-checks this way)."""
+    def classify_now(self, now: float | None = None) -> Verdict:
+        """Classify the current screen regardless of the schedule (the input guard re-checks this way).
+        `now` (default: the latest time fed) dates the busy indicators' motion."""
+        now = self._now if now is None else max(self._now, now)
+        self._now = now
         if not self.judging:
-            self.verdict = UNKNOWN
+            self.verdict, self._still_due = UNKNOWN, None
             return self.verdict
+        if self._still_due is not None and now >= self._still_due - TIMER_SLACK:
+            # The verdict's indicator may have stood still long enough: judge again, screen changed or not.
+            self._judged = self._judged_unknown = None
         if not self.skip_unchanged:
             self.screen.invalidate()
             self._judged = self._judged_unknown = None
@@ -141,8 +191,12 @@ class PaneDetector:
                 manifest = found
         if manifest is None:
             self.stats.classifications += 1
-            self.verdict = (classify_unidentified(snapshot, manifests, self.quarantine) if self.agent_id is None
-                            else UNKNOWN)
+            if self.agent_id is None:
+                self.verdict = self._moving_check(
+                    snapshot, manifests, now, lambda still: classify_unidentified(snapshot, manifests, self.quarantine,
+                                                                                  still))
+            else:
+                self.verdict, self._still_due = UNKNOWN, None
             self._judged_unknown = (snapshot, manifests) if self.agent_id is None else None
             return self.verdict
         judged = (snapshot, manifest)
@@ -153,8 +207,44 @@ class PaneDetector:
             return self.verdict
         self._judged = judged
         self.stats.classifications += 1
-        self.verdict = classify(snapshot, manifest, self.quarantine)
+        found = manifest
+        self.verdict = self._moving_check(snapshot, manifests, now,
+                                          lambda still: classify(snapshot, found, self.quarantine, still))
         return self.verdict
+
+    def _moving_check(self, snapshot: Snapshot, manifests: list[Manifest], now: float,
+                      judge: Callable[[frozenset[str]], Verdict]) -> Verdict:
+        """`judge` the screen, setting aside each busy indicator that stood still past its rule's `moving`."""
+        shown: set[str] = set()  # the indicators this screen shows, moving or set aside
+        still: set[str] = set()  # set aside: they stood still too long
+        self._still_due = None
+        while True:
+            verdict = judge(frozenset(still))
+            key, rule = self._moving_rule(manifests, verdict)
+            if rule is None or rule.moving is None:
+                break
+            shown.add(key)
+            line = indicator_line(snapshot, verdict)
+            seen = self._moving.get(key)
+            if seen is None or seen[0] != line:  # new, or redrawn since: alive
+                seen = self._moving[key] = (line, now)
+            if now < seen[1] + rule.moving - TIMER_SLACK:
+                self._still_due = seen[1] + rule.moving
+                break
+            still.add(key)
+        # Forget the indicators this screen no longer shows: one drawn again later starts afresh.
+        self._moving = {k: v for k, v in self._moving.items() if k in shown}
+        return verdict
+
+    def _moving_rule(self, manifests: list[Manifest], verdict: Verdict) -> tuple[str, Rule | None]:
+        """('agent/rule', the Rule) of a verdict's deciding rule, when it is a busy indicator with `moving`."""
+        if verdict.rule is None or verdict.region == "title":
+            return "", None
+        if self._moving_rules is None or self._moving_rules[0] is not manifests:
+            self._moving_rules = (manifests, {rule_key(m.id, r.id): r for m in manifests for r in m.rules
+                                              if r.moving is not None})
+        key = verdict.rule if not verdict.agent else rule_key(verdict.agent, verdict.rule)
+        return key, self._moving_rules[1].get(key)
 
     def tick(self, now: float) -> Verdict | None:
         """Run a scheduled check (nothing before it is `due`). Returns the new verdict if the *state*
@@ -163,7 +253,7 @@ class PaneDetector:
             return None
         before = self.verdict
         self.stats.checks += 1
-        after = self.classify_now()
+        after = self.classify_now(now)
         # Only the state or the deciding rule count as a change, not the matched text: a spinner glyph
         # moving in the title is the animation the schedule backs off from. (Counting the evidence kept
         # Codex, whose title spins at 12 Hz, at 10 checks/s for whole turns; the policy's stop rule now

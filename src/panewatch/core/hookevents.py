@@ -61,6 +61,25 @@ signal), MessageDisplay (every streamed chunk),
 UserPromptExpansion, PostToolBatch, Subagent*, Pre/PostCompact, Todo*, InstructionsLoaded,
 SessionDelete: none says whether the user is needed.
 
+GitHub Copilot CLI 1.0.102 (hooks.json `{"version": 1, "hooks": {EVENT: [{"type": "command", "bash": …}]}}`:
+per launch from a plugin dir, `--plugin-dir`; installed in $COPILOT_HOME/hooks/; camelCase event names,
+payloads with `toolName`/`toolArgs`; observed with the pinned binary against the mock):
+
+    userPromptSubmitted, preToolUse, postToolUse,     → working   (preToolUse fires for every tool, asked
+    postToolUseFailure                                             about or not: a read-only `view` is not)
+    notification                                      → by its notification_type: permission_prompt →
+                                                        blocked (the runtime fires it once the prompt is on
+                                                        screen, `notifyPromptShown`, ~10 ms after
+                                                        permissionRequest; not awaited), elicitation_dialog →
+                                                        blocked (the agent asks the user a question)
+    agentStop                                         → done      (the main agent's turn is over)
+
+Not used: permissionRequest (it runs BEFORE Copilot's own rules, session approvals and allow-all: a call
+that will be approved by itself fires it too, so it cannot say the user is needed), sessionStart (fires
+at the first prompt), sessionEnd (the process signal), subagentStop (a sub-agent, not the pane's turn),
+errorOccurred, the notification types agent_completed, agent_idle and shell_completed (background
+agents and shells, not the pane's own turn).
+
 A notification that is not a permission request (or an MCP question) is never `blocked`: the types
 not listed in NOTIFICATION_STATES report nothing.
 
@@ -122,19 +141,30 @@ QWEN_HOOK_STATES: dict[str, ReportState | None] = {
     "StopFailure": "done",
 }
 
+COPILOT_HOOK_STATES: dict[str, ReportState | None] = {
+    "userPromptSubmitted": "working",
+    "preToolUse": "working",
+    "postToolUse": "working",
+    "postToolUseFailure": "working",
+    # Not permissionRequest: it fires before Copilot's own approval rules, for calls they approve too.
+    "notification": None,  # permission_prompt: the prompt is on screen
+    "agentStop": "done",
+}
+
 # The agents panewatch adds hooks to at launch, and the events it subscribes to for each.
 HOOK_STATES: dict[str, dict[str, ReportState | None]] = {
     "claude": CLAUDE_HOOK_STATES,
     "codex": CODEX_HOOK_STATES,
     "gemini": GEMINI_HOOK_STATES,
     "qwen": QWEN_HOOK_STATES,
+    "copilot": COPILOT_HOOK_STATES,
 }
 
 # A Notification hook's notification_type -> state. Types not listed (Claude's auth_success,
 # elicitation_complete, ...) say nothing about the pane's state and are not reported.
 NOTIFICATION_STATES: dict[str, ReportState] = {
-    "permission_prompt": "blocked",  # Claude Code
-    "elicitation_dialog": "blocked",  # Claude Code: an MCP server asks the user a question
+    "permission_prompt": "blocked",  # Claude Code, Copilot CLI (its prompt is on screen)
+    "elicitation_dialog": "blocked",  # Claude Code: an MCP server asks the user a question; Copilot CLI too
     "elicitation_url_dialog": "blocked",
     "idle_prompt": "idle",  # Claude Code: "Claude is waiting for your input" after a quiet minute
     "ToolPermission": "blocked",  # Gemini CLI: a tool call waits for the user's confirmation
@@ -160,7 +190,7 @@ def hook_detail(event: object, payload: object) -> str:
     'Notification (Claude needs your permission)', ..."""
     parts = [event] if isinstance(event, str) and event else []
     if isinstance(payload, dict):
-        if isinstance(tool := payload.get("tool_name"), str):
+        if isinstance(tool := payload.get("tool_name", payload.get("toolName")), str):  # Copilot: camelCase
             parts.append(tool)
         if isinstance(message := payload.get("message"), str):
             parts.append(f"({message})")

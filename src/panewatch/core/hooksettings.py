@@ -2,6 +2,8 @@
 text/data out (runtime/hooksinstall.py reads, writes and keeps the backups).
 
     JSON (Claude Code, Gemini CLI)   `hooks.EVENT` lists of groups; ours appended as groups of their own
+    JSON (Copilot CLI)               `hooks.EVENT` lists of hooks (`bash` commands), in a file of its own
+                                     in the hooks folder, with the format's `"version": 1`
     TOML (Codex)                     a block between BEGIN and END appended to the user's bytes, holding
                                      `[[hooks.EVENT]]` tables and their `[hooks.state."FILE:event:GROUP:0"]`
                                      trust; Codex's own later writes may land inside the block (it appends
@@ -29,7 +31,11 @@ CodexHook = tuple[str, str, int, str]  # event, command, timeout, trusted hash
 
 
 def is_ours(hook: object) -> bool:
-    return isinstance(hook, dict) and isinstance(hook.get("command"), str) and OURS.search(hook["command"]) is not None
+    """A hook of panewatch's: its command (Copilot CLI's key for it: `bash`) runs `pane hook`."""
+    if not isinstance(hook, dict):
+        return False
+    command = hook.get("command", hook.get("bash"))
+    return isinstance(command, str) and OURS.search(command) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +79,9 @@ def json_without_ours(doc: dict[str, Any], original: dict[str, Any] | None) -> d
         kept, touched = [], False
         for group in groups if isinstance(groups, list) else []:
             inner = group.get("hooks") if isinstance(group, dict) else None
-            if isinstance(inner, list) and any(is_ours(h) for h in inner):
+            if is_ours(group):  # Copilot CLI: hooks listed straight under the event, no groups
+                touched = True
+            elif isinstance(inner, list) and any(is_ours(h) for h in inner):
                 touched = True
                 rest = [h for h in inner if not is_ours(h)]
                 if rest:
@@ -101,6 +109,8 @@ def json_with_ours(doc: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
     for event, groups in ours["hooks"].items():
         hooks[event] = [*hooks.get(event, []), *groups]
     result = {**doc, "hooks": hooks}
+    if "version" in ours:  # Copilot CLI's hooks file format
+        result = {"version": doc.get("version", ours["version"]), **result}
     if "hooksConfig" in ours:  # Gemini: "Executing Hook(s)" at every report off, unless the user said otherwise
         config = doc.get("hooksConfig")
         if not isinstance(config, dict) or "notifications" not in config:
@@ -112,7 +122,7 @@ def json_has_ours(doc: dict[str, Any]) -> bool:
     for groups in (doc.get("hooks") or {}).values():
         for group in groups:
             inner = group.get("hooks") if isinstance(group, dict) else None
-            if isinstance(inner, list) and any(is_ours(h) for h in inner):
+            if is_ours(group) or (isinstance(inner, list) and any(is_ours(h) for h in inner)):
                 return True
     return False
 

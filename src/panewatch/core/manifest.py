@@ -71,6 +71,10 @@ class Rule:
     none: tuple[Pattern, ...]
     note: str
     identified: bool = False  # applies only once the pane is known to be this agent (it fits any screen)
+    wraps: bool = False  # the agent breaks this text over rows when the pane is narrow: a space matches a row break
+    # A busy indicator the agent keeps redrawing (a spinner, elapsed seconds, a counter): its line must change
+    # within this many seconds, or it is a copy (a reply quoting it) and the rule stops counting (detector.py).
+    moving: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +98,7 @@ class Manifest:
     submit_gap: float = DEFAULT_SUBMIT_GAP
 
 
-def _patterns(value: Any, where: str, key: str, problems: list[str]) -> tuple[Pattern, ...]:
+def _patterns(value: Any, where: str, key: str, problems: list[str], wraps: bool = False) -> tuple[Pattern, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
@@ -105,7 +109,7 @@ def _patterns(value: Any, where: str, key: str, problems: list[str]) -> tuple[Pa
     out = []
     for pattern in value:
         try:
-            out.append(compile_pattern(pattern))
+            out.append(compile_pattern(pattern, wraps))
         except PatternError as exc:
             problems.append(f"{where}: `{key}` pattern {pattern!r} {exc}")
     return tuple(out)
@@ -116,7 +120,8 @@ _AGENT_KEYS = {"id", "name", "processes", "versions", "verified", "detect_title"
 MAX_SUBMIT_GAP = 2.0
 # A version as CLIs print it: 2.1.332, 0.171.0, 1.0.0-beta.3 (compared as written, not as a range).
 VERSION_RE = re.compile(r"\d+(?:\.\d+)+(?:[-+][0-9A-Za-z][0-9A-Za-z.-]*)?")
-_RULE_KEYS = {"id", "state", "region", "any", "all", "none", "note", "identified"}
+_RULE_KEYS = {"id", "state", "region", "any", "all", "none", "note", "identified", "wraps", "moving"}
+MAX_MOVING = 60.0  # seconds: an indicator that may stand still longer than this tells nothing by moving
 
 
 def parse_manifest(doc: dict[str, Any], source: str, origin: str = "bundled") -> Manifest:
@@ -174,9 +179,13 @@ def parse_manifest(doc: dict[str, Any], source: str, origin: str = "bundled") ->
         except ValueError as exc:
             problems.append(f"{where}: {exc}")
             region = Region()
-        any_ = _patterns(raw.get("any"), where, "any", problems)
-        all_ = _patterns(raw.get("all"), where, "all", problems)
-        none = _patterns(raw.get("none"), where, "none", problems)
+        wraps = raw.get("wraps", False)
+        if not isinstance(wraps, bool):
+            problems.append(f"{where}: `wraps` must be true or false")
+            wraps = False
+        any_ = _patterns(raw.get("any"), where, "any", problems, wraps)
+        all_ = _patterns(raw.get("all"), where, "all", problems, wraps)
+        none = _patterns(raw.get("none"), where, "none", problems, wraps)
         if not any_ and not all_ and "any" not in raw and "all" not in raw:
             problems.append(f"{where}: needs `any` or `all` patterns")
         note = raw.get("note")
@@ -187,7 +196,19 @@ def parse_manifest(doc: dict[str, Any], source: str, origin: str = "bundled") ->
         if not isinstance(identified, bool):
             problems.append(f"{where}: `identified` must be true or false")
             identified = False
-        rules.append(Rule(rule_id, state, region, any_, all_, none, str(note), identified))
+        moving = raw.get("moving")
+        if moving is not None:
+            if isinstance(moving, bool) or not isinstance(moving, (int, float)) or not 0 < moving <= MAX_MOVING:
+                problems.append(f"{where}: `moving` must be a number of seconds in (0, {MAX_MOVING:g}]")
+                moving = None
+            elif state != "working":
+                problems.append(f"{where}: `moving` is for working rules (a busy indicator), not {state}")
+                moving = None
+            elif region.kind == "title":
+                problems.append(f"{where}: `moving` needs a screen region (a title has no line to watch)")
+                moving = None
+        rules.append(Rule(rule_id, state, region, any_, all_, none, str(note), identified, wraps,
+                          None if moving is None else float(moving)))
     processes, versions, packages = str_list("processes"), str_list("versions"), str_list("packages")
     for version in versions:
         if not VERSION_RE.fullmatch(version):

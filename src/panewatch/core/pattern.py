@@ -37,6 +37,13 @@ with that meaning is refused when the manifest loads, naming file, rule and patt
 backreferences, conditionals, atomic groups, possessive repeats, `\b`/`\B` (RE2's would match
 `proceed\b` before `é`), repeats above 1000, programs above MAX_PROGRAM instructions.
 
+Wrapped text. An agent breaks its own lines at the pane's width (Ink, ratatui): at 40 columns Codex
+draws 'Would you like to run the following' and 'command?' on two rows, indented, and a boxed dialog
+puts `│` edges between them. A pattern compiled with `wraps=True` (a rule's `wraps = true`) reads each
+single space between two words as "a space, or a row break with the blanks and box edges around it"
+(`WRAP_SPACE`), so the words match however the rows fall; indentation (spaces next to spaces or an
+anchor), line anchors and everything else keep their meaning.
+
 Bounds. Linear is not free: a pattern built to defeat RE2's DFA falls back to its NFA, whose cost
 is text x program: `(?:.{1,100}){10}c` (9,000 instructions) took 5-20 ms on a 120x32 to 200x50
 screen of random a/b, and 9-21 s on the largest screen Screen allows (1000x500). So region text is
@@ -68,6 +75,10 @@ MAX_REPEAT = 1000  # RE2's own limit on {m,n}
 MAX_MEMORY = 8 << 20
 
 _IGNORECASE, _MULTILINE, _DOTALL, _ASCII = re.IGNORECASE, re.MULTILINE, re.DOTALL, re.ASCII
+_WRAPS = 1 << 30  # our own flag, beside re's: literal spaces match a row break (see "Wrapped text")
+# A space between two words of a wrapped line: blanks, or one row break with the blanks and vertical box
+# edges ('│', '┃', '║') the agent draws at the end of the row and the start of the next.
+WRAP_SPACE = r"(?: |[ \t│┃║]*\n[ \t│┃║]*)"
 _TYPE_FLAGS = re.ASCII | re.LOCALE | re.UNICODE
 _UNANCHORED = _re2.RE2.Anchor.UNANCHORED
 # What str.isspace accepts (and so `\s`); RE2's \s is ASCII.
@@ -90,13 +101,14 @@ class PatternError(PanewatchError, ValueError):
 class Pattern:
     """A compiled rule pattern. `search(data)` takes UTF-8 bytes and gives the leftmost match's byte span."""
 
-    __slots__ = ("_match", "pattern", "program_size", "re2")
+    __slots__ = ("_match", "pattern", "program_size", "re2", "wraps")
 
-    def __init__(self, pattern: str, flags: int = _MULTILINE) -> None:
+    def __init__(self, pattern: str, flags: int = _MULTILINE, *, wraps: bool = False) -> None:
         self.pattern = pattern
+        self.wraps = wraps
         try:
             parsed = _parser.parse(pattern, flags)  # what re.compile does first: the same syntax and errors
-            self.re2 = _emit(parsed, parsed.state.flags | flags)
+            self.re2 = _emit(parsed, parsed.state.flags | flags | (_WRAPS if wraps else 0))
         except re.error as exc:
             raise PatternError(f"does not compile: {exc}") from exc
         except PatternError as exc:
@@ -127,10 +139,10 @@ _COUNTS = {(0, _parser.MAXREPEAT): "*", (1, _parser.MAXREPEAT): "+", (0, 1): "?"
 
 
 @functools.lru_cache(maxsize=1024)
-def compile_pattern(pattern: str) -> Pattern:
+def compile_pattern(pattern: str, wraps: bool = False) -> Pattern:
     """`Pattern(pattern)`, cached as `re.compile` caches: a reload compiles every manifest again, and
     a cached RE2 keeps the DFA states its searches built (a fresh one pays for them again)."""
-    return Pattern(pattern)
+    return Pattern(pattern, wraps=wraps)
 
 
 def _combine(flags: int, add: int, delete: int) -> int:
@@ -140,7 +152,24 @@ def _combine(flags: int, add: int, delete: int) -> int:
 
 
 def _emit(items: Any, flags: int) -> str:
-    return "".join(_emit_one(op.name, av, flags) for op, av in items)
+    items = list(items)
+    if not flags & _WRAPS:
+        return "".join(_emit_one(op.name, av, flags) for op, av in items)
+    return "".join(WRAP_SPACE if _between_words(items, i) else _emit_one(op.name, av, flags)
+                   for i, (op, av) in enumerate(items))
+
+
+def _between_words(items: list[Any], i: int) -> bool:
+    """A single literal space with something other than a space or an anchor on both sides: a space between
+    words, where an agent may break the line. Spaces next to spaces or anchors (indentation: `^  x`) keep
+    their exact meaning."""
+    def word(j: int) -> bool:
+        if not 0 <= j < len(items):
+            return False
+        op, av = items[j]
+        return op.name != "AT" and not (op.name == "LITERAL" and av == 0x20)
+    op, av = items[i]
+    return op.name == "LITERAL" and av == 0x20 and word(i - 1) and word(i + 1)
 
 
 def _emit_one(op: str, av: Any, flags: int) -> str:

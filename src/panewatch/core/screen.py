@@ -8,10 +8,15 @@ the engine and keeps only its last picture: the snapshot and a repaint of it.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from panewatch.core import ghostty, termstatus
+
+# One line of text the terminal soft-wrapped over several rows: (first row, last row, the joined text).
+Wrap = tuple[int, int, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +28,9 @@ class Snapshot:
     alt_screen: bool = False
     cursor: tuple[int, int] = (0, 0)  # (col, row), zero-based
     width: int = 0
+    # The lines the terminal wrapped onto the next row(s) because the program wrote them longer than the
+    # screen is wide (not the ones a program broke itself): each one's rows and its text as written.
+    wraps: tuple[Wrap, ...] = ()
 
     @property
     def height(self) -> int:
@@ -31,6 +39,30 @@ class Snapshot:
     def text(self) -> str:
         return "\n".join(self.rows)
 
+    def lines(self, start: int = 0, end: int | None = None) -> list[tuple[int, str]]:
+        """(first row, text) of each logical line over rows [start, end): soft-wrapped rows joined, as a
+        person reads them; a line wrapped across the range's edges is taken whole."""
+        end = len(self.rows) if end is None else end
+        out: list[tuple[int, str]] = []
+        wraps = iter(w for w in self.wraps if w[1] >= start and w[0] < end)
+        wrap = next(wraps, None)
+        row = start
+        while row < end:
+            if wrap is not None and wrap[0] <= row:
+                out.append((min(wrap[0], row), wrap[2]))
+                row = wrap[1] + 1
+                wrap = next(wraps, None)
+                continue
+            out.append((row, self.rows[row]))
+            row += 1
+        return out
+
+    def line_text(self, start: int = 0, end: int | None = None) -> str:
+        """The logical lines over rows [start, end) joined by newlines (`lines`)."""
+        if not self.wraps:
+            return "\n".join(self.rows[start:end])
+        return "\n".join(text for _, text in self.lines(start, end))
+
     @staticmethod
     def from_text(text: str, *, title: str = "", width: int = 120, height: int | None = None) -> Snapshot:
         """A snapshot from plain text (tests, and the naive byte-tail baseline)."""
@@ -38,6 +70,56 @@ class Snapshot:
         if height is not None:  # keep the bottom rows, as a terminal scrolls; pad short text with blanks
             rows = rows[-height:] if len(rows) > height else rows + [""] * (height - len(rows))
         return Snapshot(rows=tuple(rows), title=title, width=width)
+
+
+def cells(text: str) -> int:
+    """Columns `text` takes on a terminal: wide (East Asian) characters two, combining marks none."""
+    if text.isascii():
+        return len(text)
+    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+               for ch in text)
+
+
+# A row the terminal wrapped was written up to its last column; its text, trailing blanks stripped, reaches
+# at least this near the edge (a break after a few written blanks is still seen; one after more is not).
+WRAP_SLACK = 4
+# The wide (two-column) characters' main blocks: Hangul Jamo, CJK, Hangul, fullwidth forms, emoji. For the
+# quick bound of `wrap_candidates` only (`cells` is exact, and costs ~0.1 µs a character).
+_WIDE = re.compile("[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf"
+                   "\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6"
+                   "\U0001f300-\U0001f64f\U0001f900-\U0001f9ff\U00020000-\U0003fffd]")
+
+
+def wrap_candidates(rows: tuple[str, ...], width: int) -> list[int]:
+    """The rows that may have been soft-wrapped (all but the last, reaching near the right edge): the only
+    ones whose wrap flag is worth the engine call. Not a row ending in a box-drawing or block character (a
+    rule, a box's edge, a scrollbar: a full-screen UI draws those in place, and they are most full-width
+    rows of an agent's screen: 20 of them at 200x50 cost Gemini's snapshot 20 µs)."""
+    out = []
+    near = width - WRAP_SLACK
+    for i, row in enumerate(rows[:-1]):
+        size = len(row)
+        if not row or size * 2 < near or "\u2500" <= row[-1] <= "\u259f":  # too short even all wide; an edge
+            continue
+        if size >= near or (not row.isascii() and size + len(_WIDE.findall(row)) >= near):
+            out.append(i)
+    return out
+
+
+def logical_wraps(rows: tuple[str, ...], width: int, wrapped: set[int]) -> tuple[Wrap, ...]:
+    """Each run of soft-wrapped rows as one line: a wrapped row's text padded to the edge (its trailing
+    blanks were written), then the next row's."""
+    out: list[Wrap] = []
+    row = 0
+    while row < len(rows):
+        last = row
+        while last in wrapped and last + 1 < len(rows):
+            last += 1
+        if last > row:
+            text = "".join(r + " " * max(0, width - cells(r)) for r in rows[row:last]) + rows[last]
+            out.append((row, last, text.rstrip()))
+        row = last + 1
+    return tuple(out)
 
 
 @dataclass(slots=True)
@@ -88,6 +170,7 @@ class Screen:
         self.answer_program_status = False  # answer OSC 7501 probes (with a reply handler): see termstatus
         self._status_scanner = termstatus.Scanner()
         self._statuses: list[termstatus.ProgramStatus] = []
+        self.titles_set = 0  # writes that set the window title (OSC 0 or 2) so far
         self._cached: Snapshot | None = None
         self._kept: bytes | None = None  # the repaint of a closed screen
         # The program is inside a synchronized update (DEC mode 2026: `CSI ? 2026 h` ... `l`): what the
@@ -123,6 +206,9 @@ class Screen:
                 except Exception:  # the pane's write failed: the screen goes on
                     self.stats.engine_errors += 1
         self._feed_engine(data[pos:])
+        # A window title set (OSC 0/2: agents end it with BEL; BEL first, the cheaper search on every feed).
+        if b"\x07" in data and (b"\x1b]0;" in data or b"\x1b]2;" in data):
+            self.titles_set += 1
         # Read the mode only where it can have changed (a sequence naming 2026, maybe split across reads;
         # a reset while one is open): most feeds are spinner frames, and the read costs a quarter of one.
         if self.synchronized or b"2026" in data or b"2026" in self._sync_tail + data[:3]:
@@ -138,6 +224,18 @@ class Screen:
             self._term.feed(data)
         except Exception:  # the engine or a reply callback failed: keep the pane alive
             self.stats.engine_errors += 1
+
+    def title(self) -> str:
+        """The window title now, without a whole snapshot (a few µs; "" if unknown)."""
+        if self._cached is not None:
+            return self._cached.title
+        if self._state is None:
+            return ""
+        try:
+            return self._state.title()
+        except Exception:
+            self.stats.engine_errors += 1
+            return ""
 
     def take_program_status(self) -> list[termstatus.ProgramStatus]:
         """The OSC 7501 status reports fed since the last call, oldest first."""
@@ -175,8 +273,21 @@ class Screen:
         lines = text.split("\n")[: self.rows]
         rows = tuple(line.rstrip() for line in lines) + ("",) * (self.rows - len(lines))
         self._cached = Snapshot(rows=rows, title=title, alt_screen=alt, cursor=(cursor[0], cursor[1]),
-                                width=self.cols)
+                                width=self.cols, wraps=self._wraps(rows))
         return self._cached
+
+    def _wraps(self, rows: tuple[str, ...]) -> tuple[Wrap, ...]:
+        """The soft-wrapped lines: the engine's wrap flag asked only for rows that reach near the right edge
+        (1 µs a row; an agent's screen has a few: its full-width rules)."""
+        candidates = wrap_candidates(rows, self.cols)
+        if self._text is None or not candidates:
+            return ()
+        try:
+            wrapped = set(self._text.wrapped(candidates))
+        except Exception:
+            self.stats.engine_errors += 1
+            return ()
+        return logical_wraps(rows, self.cols, wrapped) if wrapped else ()
 
     def row_styles(self, row: int) -> list[CellStyle]:
         """Each cell's look on visible row `row` (background, foreground, inverse, bold), for what a text

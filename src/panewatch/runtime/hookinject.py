@@ -14,6 +14,9 @@ Each agent takes them its own way; which events and what each reports is core/ho
              runs as root; otherwise `inject_gemini_hooks` raises HooksUnavailable.
     qwen     the same layer of Qwen Code (QWEN_CODE_SYSTEM_DEFAULTS_PATH), Claude-shaped hooks; Qwen has
              no ownership rule (any user), and its system hooks run whatever the folder's trust
+    copilot  `--plugin-dir DIR`: a per-launch plugin (plugin.json + hooks.json) in the private runtime dir;
+             Copilot CLI loads it beside the user's own plugins and hooks ($COPILOT_HOME/hooks, the
+             repo's .github/hooks), which keep running; any user
 
 Hooks run synchronously: the agent waits for each one, which keeps reports in order (PreToolUse
 'working' must not overtake PermissionRequest 'blocked'); the client's own timeouts bound the wait
@@ -28,6 +31,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import stat
 import sys
 from pathlib import Path
@@ -37,6 +41,7 @@ from panewatch.core.hookevents import (
     CLAUDE_HOOK_STATES,
     CLAUDE_TOOL_EVENTS,
     CODEX_HOOK_STATES,
+    COPILOT_HOOK_STATES,
     GEMINI_HOOK_STATES,
     QWEN_HOOK_STATES,
 )
@@ -52,11 +57,13 @@ __all__ = [
     "codex_hook_overrides",
     "codex_hooks",
     "codex_trust_hash",
+    "copilot_hook_settings",
     "gemini_hook_settings",
     "gemini_settings_dir",
     "hook_launcher",
     "inject_claude_hooks",
     "inject_codex_hooks",
+    "inject_copilot_hooks",
     "inject_gemini_hooks",
     "inject_qwen_hooks",
     "qwen_hook_settings",
@@ -380,6 +387,45 @@ def inject_qwen_hooks(env: dict[str, str], panewatch_argv: list[str], name: str,
     return _write_defaults(env, ENV_QWEN_DEFAULTS, directory / name, merged)
 
 
+# -- GitHub Copilot CLI ------------------------------------------------------------------------
+
+COPILOT_PLUGIN = "panewatch"  # the plugin's name, as Copilot lists it
+
+
+def copilot_hook_settings(panewatch_argv: list[str], *, installed: bool = False) -> dict[str, Any]:
+    """Copilot CLI's hooks.json with panewatch's hooks (version 1; `bash` commands, timeouts in seconds)."""
+    hooks = {event: [{"type": "command", "bash": _pane_command(panewatch_argv, event, state, installed),
+                      "timeoutSec": HOOK_TIMEOUT}]
+             for event, state in COPILOT_HOOK_STATES.items()}
+    return {"version": 1, "hooks": hooks}
+
+
+def inject_copilot_hooks(argv: list[str], panewatch_argv: list[str], name: str,
+                         directory: Path | None = None) -> tuple[list[str], Path]:
+    """`argv` (a copilot command line) with `--plugin-dir` naming a plugin made for this launch in
+    `directory/name` (default: the private runtime dir): its plugin.json and hooks.json with panewatch's
+    hooks. Returns the command and the plugin dir (the caller removes it when the pane is gone). The user's
+    plugins, `--plugin-dir`s and hooks are left as they are: Copilot runs every plugin's hooks."""
+    directory = directory or paths.runtime_dir()
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    plugin = directory / name
+    plugin.mkdir(mode=0o700)
+    for file, doc in (("plugin.json", {"name": COPILOT_PLUGIN, "version": "1.0.0",
+                                       "description": "panewatch: this pane's state from Copilot's hooks",
+                                       "hooks": "hooks.json"}),
+                      ("hooks.json", copilot_hook_settings(panewatch_argv))):
+        fd = os.open(plugin / file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+    if not argv:
+        return list(argv), plugin
+    return [argv[0], "--plugin-dir", str(plugin), *argv[1:]], plugin
+
+
 def remove_quietly(path: Path) -> None:
+    """Remove a launch's settings file or plugin dir (Copilot), whatever is left of it."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+        return
     with contextlib.suppress(OSError):
         path.unlink()

@@ -46,6 +46,7 @@ from panewatch.runtime.hookinject import (
     hook_launcher,
     inject_claude_hooks,
     inject_codex_hooks,
+    inject_copilot_hooks,
     inject_gemini_hooks,
     inject_qwen_hooks,
     remove_quietly,
@@ -340,7 +341,7 @@ class PaneHooks:
         self._on_report = on_report
         self._clock = clock
         self.server: ReportServer | None = None
-        self._files: dict[str, Path] = {}  # pane id -> its per-launch settings file (Gemini, Qwen)
+        self._files: dict[str, Path] = {}  # pane id -> its per-launch settings file (Gemini, Qwen), plugin (Copilot)
 
     @classmethod
     def agent_of(cls, argv: list[str], manifests: Callable[[str], Any]) -> str | None:
@@ -367,6 +368,9 @@ class PaneHooks:
             self._files[pane_id] = path
         elif agent == "qwen":
             path = inject_qwen_hooks(env, launcher, f"qwen-{os.getpid()}-{secrets.token_hex(4)}.json")
+            self._files[pane_id] = path
+        elif agent == "copilot":
+            argv, path = inject_copilot_hooks(argv, launcher, f"copilot-{os.getpid()}-{secrets.token_hex(4)}")
             self._files[pane_id] = path
         if self.server is None:
             server = ReportServer(self._on_report, clock=self._clock)

@@ -7,6 +7,8 @@ agents started by hand (in tmux: the hooks report by `$TMUX_PANE`, runtime/panec
     codex    $CODEX_HOME/config.toml (~/.codex)             a delimited block of `[[hooks.EVENT]]` tables and
                                                             their `[hooks.state."FILE:event:GROUP:0"]` trust,
                                                             appended: the user's bytes stay as they are
+    copilot  $COPILOT_HOME/hooks/panewatch.json (~/.copilot) a hooks file of its own in the folder Copilot CLI
+                                                            reads every *.json of (the user's files untouched)
 
 The documents' edits are core/hooksettings.py. Ours are recognisable by their command
 (`… panewatch … pane hook report|notify`), so the user's own
@@ -59,12 +61,13 @@ from panewatch.runtime.hookinject import (
     claude_hook_settings,
     codex_hooks,
     codex_trust_hash,
+    copilot_hook_settings,
     gemini_hook_settings,
     hook_launcher,
     qwen_hook_settings,
 )
 
-AGENTS = ("claude", "gemini", "codex", "qwen")
+AGENTS = ("claude", "gemini", "codex", "qwen", "copilot")
 LOCK_STALE = 10.0  # seconds: a FILE.lock older than this was left by a writer that died (proper-lockfile's default)
 LOCK_WAIT = 30.0  # seconds we wait for another writer's lock before giving up (naming it)
 ATTEMPTS = 5  # edits done again on a file another writer changed under us
@@ -80,6 +83,8 @@ def config_dir(agent: str, env: Mapping[str, str] | None = None) -> Path:
         return Path(env["CODEX_HOME"]).expanduser().resolve()  # Codex canonicalises CODEX_HOME: trust keys use it
     if agent == "qwen" and env.get("QWEN_HOME"):  # Qwen Code 0.24.4 Storage.getGlobalQwenDir
         return Path(env["QWEN_HOME"]).expanduser().resolve()
+    if agent == "copilot" and env.get("COPILOT_HOME"):  # `copilot help environment`
+        return Path(env["COPILOT_HOME"]).expanduser()
     home = Path(env["HOME"]) if env.get("HOME") else Path.home()
     return home / f".{agent}"
 
@@ -87,6 +92,8 @@ def config_dir(agent: str, env: Mapping[str, str] | None = None) -> Path:
 def settings_file(agent: str, env: Mapping[str, str] | None = None) -> Path:
     if agent not in AGENTS:
         raise ValueError(f"no installed hooks for {agent!r} (known: {', '.join(AGENTS)})")
+    if agent == "copilot":  # Copilot CLI reads every hooks file in this folder: ours is a file of its own
+        return config_dir(agent, env) / "hooks" / "panewatch.json"
     return config_dir(agent, env) / ("config.toml" if agent == "codex" else "settings.json")
 
 
@@ -105,7 +112,8 @@ class Outcome:
 
 def _settings(agent: str, launcher: list[str]) -> dict[str, Any]:
     # Only the hooks are taken from these (json_with_ours): Qwen's "$version" stays the user's file's own.
-    make = {"claude": claude_hook_settings, "gemini": gemini_hook_settings, "qwen": qwen_hook_settings}[agent]
+    make = {"claude": claude_hook_settings, "gemini": gemini_hook_settings, "qwen": qwen_hook_settings,
+            "copilot": copilot_hook_settings}[agent]
     return make(launcher, installed=True)
 
 

@@ -31,10 +31,11 @@ from panewatch.core.cast import CastWriter, read_cast
 from panewatch.core.screen import Snapshot
 from panewatch.errors import PanewatchError
 from panewatch.runtime.version import VersionCache, package_version
-from panewatch.testing.capture_truth import Literals, TruthError, busy_shown, derive_timeline
+from panewatch.testing.capture_truth import Literals, TruthError, busy_shown, derive_timeline, screen_text, shows
 from panewatch.testing.drive import PtyAgent
 from panewatch.testing.homes import MOCK_KIND, find_agents_bin, prepare
 from panewatch.testing.mock import MockServer
+from panewatch.testing.mock.scenario import QUOTE_BUSY
 
 STARTUP = 90.0  # a cold first start can be slow (OpenCode 1.18: 30-50 s on a loaded machine)
 STEP = 90.0  # one scenario step; OpenCode 1.18 took 25 s from reply to dialog at load 15
@@ -70,6 +71,13 @@ class AgentProfile:
     python: bool = False  # a PyPI package in its own venv (install-agents), not an npm one
     questions_after_reply: bool = False  # no tool calls: the agent asks after the model's final reply (Aider)
     line_repl: bool = False  # Enter hands the line over: working from the frame after it (Aider)
+    # Every dialog's own last rows, shown when a short pane leaves no room for its question (an inline box
+    # taller than the screen: Copilot at 40x12 keeps only its options and key hint in view).
+    dialog_hint: str = ""
+
+    def dialog_literals(self, scenario: str) -> tuple[str, ...]:
+        literal = self.dialogs.get(scenario, ("", 0))[0]
+        return tuple(lit for lit in (literal, self.dialog_hint if literal else "") if lit)
 
 
 PROFILES: dict[str, AgentProfile] = {
@@ -128,9 +136,12 @@ PROFILES: dict[str, AgentProfile] = {
     ),
     "opencode": AgentProfile(
         "opencode", "opencode", "opencode-ai",
-        # The composer's model line: drawn once the providers are loaded (keys typed before are lost).
-        ready=("Sonnet 4.5 (latest) Anthropic",),
-        busy=("esc interrupt",),
+        # The composer's model line: drawn once the providers are loaded (keys typed before are lost). Not its
+        # provider's name: a narrow pane breaks 'Anthropic' inside the word ('Anthro' / 'pic').
+        ready=("Sonnet 4.5 (latest) Anthropic", "Sonnet 4.5 (latest)"),
+        # The status row under the composer; a narrow pane stacks its words in columns ('esc' over
+        # 'interrupt', 'ctrl+p' over 'commands'), so the row's second word alone says it too.
+        busy=("esc interrupt", "interrupt"),
         dialogs={"bash": ("△ Permission required", 1),
                  "edit": ("△ Permission required", 1),
                  "write": ("△ Permission required", 1),
@@ -141,9 +152,12 @@ PROFILES: dict[str, AgentProfile] = {
     ),
     "copilot": AgentProfile(
         "copilot", "copilot", "@github/copilot",
-        ready=("· / commands",),  # the footer at rest
-        # The footer: '● Working esc esc edit prompt', then '● Working · 68 B esc esc interrupt'.
-        busy=("Working esc esc", "esc esc interrupt"),
+        # The footer at rest: '← open sidebar · Interactive · Manual Approval · / commands  claude-sonnet-4.5', cut
+        # to ' Interactive · Manual claude-sonnet-4.5' in a narrow pane (the mode stays, the key hints go).
+        ready=("· / commands", "Interactive · Manual"),
+        # The footer: '● Working esc esc edit prompt', then '● Working · 68 B esc esc interrupt'; releases before
+        # 1.0.102 say 'esc' once ('◎ Working esc edit prompt', '○ Working · 125 B esc interrupt').
+        busy=("Working esc esc", "esc esc interrupt", "Working esc", "esc interrupt"),
         dialogs={"bash": ("Do you want to run this command?", 1),
                  "edit": ("Do you want to edit ", 1),
                  "write": ("Do you want to create ", 1),
@@ -151,6 +165,7 @@ PROFILES: dict[str, AgentProfile] = {
                  "trap": ("", 0),
                  "slow": ("", 0)},
         answer="\r",  # '1. Yes' is selected
+        dialog_hint="↑/↓ to navigate · enter to select · esc to cancel",
     ),
     "aider": AgentProfile(
         "aider", "aider", "aider-chat",
@@ -174,11 +189,14 @@ PROFILES: dict[str, AgentProfile] = {
 
 # Scenarios every agent's mock plays without a tool call (mock/scenario.py): a long streamed reply,
 # a short one, markdown prose with dialog lines in it. No dialog can be real in them.
-TEXT_SCENARIOS = ("slow", "text", "prose")
+TEXT_SCENARIOS = ("slow", "text", "prose", "quote")
 
 
-def final_literal(scenario: str) -> str:
-    """Text of the scenario's final reply that shows once it is on screen (mock/scenario.py)."""
+def final_literal(scenario: str, agent: str = "") -> str:
+    """Text of the scenario's final reply that shows once it is on screen (mock/scenario.py): for `quote`, its
+    last line, the agent's own busy line (a copy of it: nothing after it is the agent's indicator)."""
+    if scenario == "quote":
+        return QUOTE_BUSY[agent]
     return "regression test" if scenario == "trap" else f"scripted scenario '{scenario}' is complete"
 
 
@@ -240,7 +258,8 @@ class _Recording:
 
 
 def _idle(text: str, profile: AgentProfile, final: str) -> bool:
-    return final in text and any(r in text for r in profile.ready) and not busy_shown(text, profile.busy, final)
+    return shows(text, final) and any(shows(text, r) for r in profile.ready) \
+        and not busy_shown(text, profile.busy, final)
 
 
 def capture(agent: str, scenario: str, *, cols: int = 120, rows: int = 32, inline: bool = False,
@@ -282,8 +301,9 @@ def declines(profile: AgentProfile, scenario: str, key: str) -> bool:
 
 
 def literals(profile: AgentProfile, scenario: str) -> tuple[Literals, int]:
-    literal, n_dialogs = profile.dialogs.get(scenario, ("", 0))
-    return Literals(profile.ready, profile.busy, (literal,) if literal else (), final_literal(scenario)), n_dialogs
+    n_dialogs = profile.dialogs.get(scenario, ("", 0))[1]
+    return Literals(profile.ready, profile.busy, profile.dialog_literals(scenario),
+                    final_literal(scenario, profile.agent)), n_dialogs
 
 
 def rederive(folder: Path) -> dict[str, Any]:
@@ -316,6 +336,7 @@ def _run(profile: AgentProfile, scenario: str, scratch: Path, *, cols: int, rows
          version: str, case: str, answer: str | None, delay: float, bin_dir: Path,
          hold: float, resize: tuple[int, int] | None) -> dict[str, Any]:
     literal, n_dialogs = profile.dialogs.get(scenario, ("", 0))
+    dialog = profile.dialog_literals(scenario)
     key = answer if answer is not None else profile.answers.get(scenario, profile.answer)
     t0 = time.monotonic()
 
@@ -332,7 +353,9 @@ def _run(profile: AgentProfile, scenario: str, scratch: Path, *, cols: int, rows
         rec.markers.append((clock(), "spawned"))
         pane.start()
         try:
-            _drive(pane, rec, profile, scenario, literal, n_dialogs, key, delay, hold, clock, resize)
+            _drive(pane, rec, profile, scenario, dialog, n_dialogs, key, delay, hold, clock, resize,
+                   ended=lambda: any(e["event"] == "reply_sent" and e.get("stop_reason") == "end_turn"
+                                     for e in list(mock.events)))
         finally:
             rec.markers.append((clock(), "exit"))
             pane.close()
@@ -355,37 +378,49 @@ def _run(profile: AgentProfile, scenario: str, scratch: Path, *, cols: int, rows
     }
 
 
-def _drive(pane: PtyAgent, rec: _Recording, profile: AgentProfile, scenario: str, literal: str,
+QUIET_END = 1.0  # seconds without output after the final reply that end a turn whose reply is off the screen
+
+
+def _drive(pane: PtyAgent, rec: _Recording, profile: AgentProfile, scenario: str, dialog: tuple[str, ...],
            n_dialogs: int, key: str, delay: float, hold: float, clock: Callable[[], float],
-           resize: tuple[int, int] | None = None) -> None:
+           resize: tuple[int, int] | None = None, ended: Callable[[], bool] = lambda: False) -> None:
     def fail(what: str) -> CaptureError:
         return CaptureError(f"{profile.agent}/{scenario}: {what}; screen:\n{pane.text()}")
 
-    if pane.wait_for(lambda s: any(r in _text(s) for r in profile.ready), STARTUP) is None:
+    if pane.wait_for(lambda s: any(shows(_text(s), r) for r in profile.ready), STARTUP) is None:
         raise fail("the composer never showed")
     rec.markers.append((clock(), "ready"))
     _settle(pane, quiet=0.5, limit=4.0)  # start-up draws a few more frames (status, tips)
     rec.markers.append((clock(), "settled"))  # the start-up is over: capture_truth's idle starts here
-    pane.type(f"SCN={scenario} DELAY={delay:g} run the scripted scenario", enter=False)
+    # In a narrow pane a line REPL (Aider) breaks the typed line under a '> ' of its own, inside a word: keep
+    # the prompt short enough for one row there (the mock reads only SCN= and DELAY=).
+    words = "run the scripted scenario" if pane.cols >= 60 else "go"
+    pane.type(f"SCN={scenario} DELAY={delay:g} {words}", enter=False)
     # The CLI must have taken the text before Enter, or Enter joins the "paste" and is lost (Copilot under
     # load echoes the text seconds later): wait for the echo, then a moment more.
-    if pane.wait_for("run the scripted scenario", STARTUP) is None:
+    if pane.wait_for(f"DELAY={delay:g} {words}", STARTUP) is None:
         raise fail("the typed prompt never showed")
     time.sleep(0.3)
     rec.markers.append((clock(), "submitted"))
     pane.write("\r")
-    final = final_literal(scenario)
+    final = final_literal(scenario, profile.agent)
     declined = declines(profile, scenario, key)
     answered = 0
 
     def over(text: str) -> bool:  # a refusal may end the turn without the final reply
-        return _idle(text, profile, "" if declined and answered else final)
+        if _idle(text, profile, "" if declined and answered else final):
+            return True
+        # A pane too short for the reply (Gemini at 40x12 pushes it off the top at once): the model's final
+        # reply is out, the composer is back without a busy marker, and the agent has stopped drawing.
+        quiet = pane.clock() - (pane.output[-1][0] if pane.output else 0.0)
+        return (ended() and quiet >= QUIET_END and any(shows(text, r) for r in profile.ready)
+                and not busy_shown(text, profile.busy) and not _dialog_shown(text, dialog))
 
     while True:
-        snap = pane.wait_for(lambda s: (bool(literal) and literal in _text(s)) or over(_text(s)), STEP)
+        snap = pane.wait_for(lambda s: _dialog_shown(_text(s), dialog) is not None or over(_text(s)), STEP)
         if snap is None:
             raise fail("neither a dialog nor the end of the turn showed")
-        if over(_text(snap)) and not (literal and literal in _text(snap)):
+        if over(_text(snap)) and _dialog_shown(_text(snap), dialog) is None:
             break
         if answered >= n_dialogs:
             raise fail(f"more dialogs than the {n_dialogs} the scenario makes")
@@ -394,32 +429,43 @@ def _drive(pane: PtyAgent, rec: _Recording, profile: AgentProfile, scenario: str
         if resize is not None and answered == 0:  # the window changes size while the dialog waits
             rec.resizes.append((clock(), f"{resize[0]}x{resize[1]}"))
             pane.resize(*resize)
-            if pane.wait_for(literal, STEP) is None:
+            if pane.wait_for(lambda s: _dialog_shown(_text(s), dialog) is not None, STEP) is None:
                 raise fail("the dialog did not come back after the resize")
             time.sleep(hold)
         before = _text(pane.screen.snapshot())  # the dialog as answered (its first frame may have been half drawn)
         rec.markers.append((clock(), "answer"))
-        if pane.answer(key, functools.partial(_same_dialog, seen=before, literal=literal), timeout=15) is None:
+        if pane.answer(key, functools.partial(_same_dialog, seen=before, dialog=dialog), timeout=15) is None:
             raise fail(f"the dialog stayed after {key!r}")
         answered += 1
+        # A pane shorter than the agent's history gets it reprinted from the top after the answer (Gemini CLI
+        # at 40x12 clears the screen and scrolls it all through, the answered dialog too): look again once the
+        # agent has stopped drawing, not at a frame of that reprint.
+        _settle(pane, quiet=0.2, limit=2.0)
     rec.markers.append((clock(), "idle_seen"))
     time.sleep(hold)  # an idle stretch long enough to score
 
 
-def _text(snap: Snapshot) -> str:
-    """The screen as the literals read it: every row ends with a newline (capture_truth.frames too)."""
-    return snap.text() + "\n"
+_text = screen_text  # the screen as the literals read it (capture_truth.frames too)
 
 
-def _same_dialog(snap: Snapshot, *, seen: str, literal: str) -> bool:
+def _dialog_shown(text: str, dialog: tuple[str, ...]) -> str | None:
+    """The first of the dialog's literals on the screen `text`, if any."""
+    return next((lit for lit in dialog if shows(text, lit)), None)
+
+
+def _same_dialog(snap: Snapshot, *, seen: str, dialog: tuple[str, ...]) -> bool:
     """The dialog that was answered is still up (for `multi`, the next one differs in its command)."""
     now = _text(snap)
-    return literal in now and _dialog_block(now, literal) == _dialog_block(seen, literal)
+    literal = _dialog_shown(now, dialog)
+    return literal is not None and _dialog_block(now, literal) == _dialog_block(seen, literal)
 
 
 def _dialog_block(text: str, literal: str) -> str:
+    """The rows up to the dialog's literal (its last row, when the agent broke it over rows)."""
     rows = text.split("\n")
-    at = next((i for i, row in enumerate(rows) if literal.strip("\n") in row), 0)
+    at = next((i for i, row in enumerate(rows) if literal.strip("\n") in row), None)
+    if at is None:  # broken over rows: the first row whose text up to it shows the literal
+        at = next((i for i in range(len(rows)) if shows("\n".join(rows[:i + 1]), literal)), 0)
     return "\n".join(rows[max(0, at - 8):at + 1])
 
 

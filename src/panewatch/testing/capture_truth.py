@@ -35,6 +35,7 @@ running until the final reply, whatever the screen looks like meanwhile.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -69,13 +70,51 @@ def frames(cast: Cast) -> list[Frame]:
     return out
 
 
-def _text(snapshot: Snapshot) -> str:
-    # Every row ends with a newline, so a literal can say "at the end of a row" (Aider's '[Yes]:\n').
-    return "".join(row + "\n" for row in snapshot.rows)
+# Marks a row the agent filled to the last column and went on from at the start of the next (a line editor
+# breaking its own line: Aider's prompt_toolkit puts '[Y' at the edge and 'es]:' below).
+EDGE = "\x00"
+_NOT_TEXT_EDGE = frozenset("│┃║─━═╌╍┄┅┈┉▔▁▀▄█▌▐╮╯┐┘┤ ")
+
+
+def screen_text(snapshot: Snapshot) -> str:
+    """The screen as literals read it: one line per logical line (rows the terminal soft-wrapped joined),
+    each ending with a newline, so a literal can say "at the end of a line" (Aider's '[Yes]:\n'); a row
+    of text that reaches the last column ends with EDGE instead (`shows` reads it on into the next row)."""
+    out = []
+    for _, line in snapshot.lines():
+        full = snapshot.width > 0 and len(line) >= snapshot.width and line[-1:] not in _NOT_TEXT_EDGE
+        out.append(line + (EDGE if full and line.isascii() else "\n"))
+    return "".join(out)
+
+
+_text = screen_text
+
+# Vertical box edges: a literal inside a bordered box (Gemini's, Copilot's dialogs) that the agent broke
+# over two rows reads '│ Allow execution │\n│ of [Shell]? │'.
+_BORDERS = str.maketrans("", "", "│┃║╎╏┆┇┊┋")
+
+
+@functools.lru_cache(maxsize=256)
+def flow(text: str) -> str:
+    """Text as a person reads it across rows: box edges dropped, every run of blanks and line breaks one
+    space, a row broken at the edge (EDGE) joined to the next. An agent breaks its own lines to the pane's
+    width (Ink, ratatui), so at 40 columns 'Would you like to run the following command?' is two rows: the
+    words are the same."""
+    return " ".join(text.replace(EDGE, "").translate(_BORDERS).split())
+
+
+def shows(text: str, literal: str) -> bool:
+    """`literal` on the screen `text` (screen_text), as drawn or broken across rows. A literal with a line
+    break in it ('\n>\n': a row that is the prompt alone) means the rows exactly."""
+    if literal in text:
+        return True
+    if "\n" in literal:
+        return EDGE in text and literal in text.replace(EDGE, "")
+    return flow(literal) in flow(text) or (EDGE in text and flow(literal) in flow(text.replace(EDGE, " ")))
 
 
 def _shows(text: str, literals: Iterable[str]) -> bool:
-    return any(lit in text for lit in literals)
+    return any(shows(text, lit) for lit in literals)
 
 
 def marker_time(cast: Cast, label: str) -> float | None:
@@ -95,7 +134,12 @@ def busy_shown(text: str, busy: Iterable[str], final: str = "") -> bool:
     scenario quotes Codex's 'esc to cancel', Qwen's own marker), while the agent draws its marker below
     the reply (spinner row, footer). Without the final text on screen, anywhere counts."""
     at = text.rfind(final) if final else -1
-    return _shows(text[at:] if at >= 0 else text, busy)
+    if final and at < 0:  # the final text broken across rows: read the flowed screen
+        flowed = flow(text)
+        at = flowed.rfind(flow(final))
+        if at >= 0:
+            return any(flow(b) in flowed[at + len(flow(final)):] for b in busy)
+    return _shows(text[at + len(final):] if at >= 0 else text, busy)
 
 
 def tool_windows(mock_events: Sequence[dict[str, Any]]) -> list[tuple[float, float]]:

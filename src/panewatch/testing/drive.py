@@ -20,6 +20,7 @@ from types import TracebackType
 
 from panewatch.core.screen import Screen, Snapshot
 from panewatch.runtime.fd import set_winsize, write_all
+from panewatch.testing.capture_truth import screen_text, shows
 
 Clock = Callable[[], float]
 Predicate = Callable[[Snapshot], bool]
@@ -40,8 +41,8 @@ def _matcher(what: str | re.Pattern[str] | Predicate) -> Predicate:
     if isinstance(what, re.Pattern):
         pattern = what
         return lambda snap: pattern.search(snap.text()) is not None
-    text = what
-    return lambda snap: text in snap.text()
+    text = what  # as drawn or broken across rows (capture_truth.shows)
+    return lambda snap: shows(screen_text(snap), text)
 
 
 class PtyAgent:

@@ -15,6 +15,8 @@ with what the driver saw: the CLI changed under the profile's literals.
     idle        a short reply, then the composer left alone        (text, held longer)
     trap        a reply quoting the agent's own dialog as prose    (trap: never blocked)
     prose       markdown lists and rules, every agent's dialog lines as plain reply text (prose)
+    quote       a reply ending with the agent's own dialog, footer and busy line, right above where it
+                draws the real ones: idle once the reply is out                      (quote)
     esc         a permission dialog refused with Esc               (bash, Esc; a line REPL: its 'no' answer)
 """
 
@@ -54,6 +56,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("idle", "text", "short turn, then idle for a while", hold=4.0),
     Scenario("trap", "trap", "reply quoting the agent's own dialog (never blocked)"),
     Scenario("prose", "prose", "markdown lists, rules and dialog lines as plain prose"),
+    Scenario("quote", "quote", "reply ending with the agent's own dialog, footer and busy line"),
     Scenario("esc", "bash", "permission dialog refused (Esc; a line REPL: n⏎)", refuse=True),
 )
 

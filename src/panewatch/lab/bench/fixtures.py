@@ -4,8 +4,11 @@ policy beside the published 700 ms sweep, all in virtual time."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 
+from panewatch.core.cast import Cast, CastEvent
 from panewatch.core.classify import classify
 from panewatch.core.manifest import Manifest, load_all
 from panewatch.core.policy import FixedSweepSchedule
@@ -15,6 +18,9 @@ from panewatch.golden.scoring import LATENCY_BOUND, score
 from panewatch.lab.baseline import tail_snapshot
 
 PROBE_BEFORE_END = 0.05  # judge each truth segment just before it ends: the state has settled
+# The signals that are not the screen's text: window titles (OSC 0/2) and the agent's own status (OSC 7501).
+_TITLE_OR_STATUS = re.compile(r"\x1b\](?:0|2|7501);[^\x07\x1b]*(?:\x07|\x1b\\)")
+_OPEN_OSC = re.compile(r"\x1b\](?:0|2|7501);[^\x07\x1b]*$")
 
 
 @dataclass
@@ -38,6 +44,11 @@ class CaseLatency:
     ours_rule_runs: int = 0
     seconds: float = 0.0  # of recording (+ the replay's tail)
     ours_not_ok: int = 0  # segments late for their bound or wrong for a while
+    size: str = ""  # the pane's size (its last one, for a case resized while it runs)
+    decided: list[tuple[str, str]] = field(default_factory=list)  # (state, rule or source) of each change ours made
+    screen_ok: bool = False  # the screen's text alone (no title, no OSC 7501) meets the truth
+    screen_decided: list[tuple[str, str]] = field(default_factory=list)  # what decided, from the text alone
+
 
     @property
     def ours_max(self) -> float:
@@ -54,6 +65,22 @@ class CaseLatency:
     @property
     def sweep_median(self) -> float:
         return _median(self.sweep)
+
+
+def screen_only(cast: Cast) -> Cast:
+    """The cast without window titles and OSC 7501 statuses: what the screen rules alone must read (a pane
+    whose title is not the agent's, a terminal that drops them)."""
+    events: list[CastEvent] = []
+    carry = ""
+    for event in cast.events:
+        if event.kind != "o":
+            events.append(event)
+            continue
+        data = _TITLE_OR_STATUS.sub("", carry + event.data)
+        cut = _OPEN_OSC.search(data)
+        carry, data = (data[cut.start():], data[:cut.start()]) if cut else ("", data)
+        events.append(CastEvent(event.t, "o", data))
+    return Cast(cast.header, tuple(events))
 
 
 def _median(values: list[float]) -> float:
@@ -92,9 +119,18 @@ def table(cases: list[GoldenCase], manifests: list[Manifest]) -> tuple[list[Row]
         s_sweep = score(timeline, [(c.t, c.state) for c in sweep.changes], sweep.duration, grace=0.7)
         lat_o = [s.latency for s in s_ours.scored if s.latency is not None]
         lat_s = [s.latency for s in s_sweep.scored if s.latency is not None]
+        cast = case.cast()
+        size = next((e.data for e in reversed(cast.events) if e.kind == "r"),
+                    f"{cast.header.width}x{cast.header.height}")
+        # What said each state: the screen's rule (none: no rule matched), or the signal that is not the screen.
+        decided = [(c.state, (c.verdict.rule or "no rule") if c.pane.source == "screen" else c.pane.source)
+                   for c in ours.changes[1:]]
+        text = replay(screen_only(cast), manifests)
+        text_score = score(timeline, [(c.t, c.state) for c in text.changes], text.duration)
         latencies.append(CaseLatency(case.name, lat_o, lat_s, ours.checks, sweep.checks, s_ours.false_blocked,
                                      s_sweep.false_blocked, ours.classifications, ours.duration,
-                                     sum(not s.ok() for s in s_ours.scored)))
+                                     sum(not s.ok() for s in s_ours.scored), size, decided, text_score.ok(),
+                                     [(c.state, c.verdict.rule or "no rule") for c in text.changes[1:]]))
     return rows, latencies
 
 
@@ -123,8 +159,41 @@ def run() -> str:
         out.append(f"| {c.case:<36} | {c.ours_median:>6.3f} / {c.ours_max:.3f} s | {c.sweep_median:>6.3f} / "
                    f"{c.sweep_max:.3f} s  | {c.ours_checks:>8} / {c.sweep_checks:<8} | "
                    f"{c.ours_false_blocked:>10.2f} / {c.sweep_false_blocked:<.2f} s    |")
-    out += ["", *summary(latencies)]
+    out += ["", *summary(latencies), "", *what_decided(latencies)]
     return "\n".join(out)
+
+
+def what_decided(latencies: list[CaseLatency]) -> list[str]:
+    """Per agent and pane size: what said each state in our replays (the deciding rule, 'no rule' = none
+    matched, or the signal that is not the screen: 'terminal' = the agent's OSC 7501 status); then the same
+    from the screen's text alone (titles and OSC 7501 taken out of the casts), and how many cases that meets."""
+    out: list[str] = []
+    for alone in (False, True):
+        table: dict[tuple[str, str], dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
+        passed: Counter[tuple[str, str]] = Counter()
+        cases: Counter[tuple[str, str]] = Counter()
+        for c in latencies:
+            key = (c.case.split("/")[0], c.size)
+            cases[key] += 1
+            passed[key] += c.screen_ok
+            for state, decider in c.screen_decided if alone else c.decided:
+                table[key][state][decider] += 1
+        out += ["", "What the screen's text alone reads (titles and OSC 7501 taken out; cases meeting their truth):"
+                if alone else "What decided each state (our replays; per agent and pane size; × how many changes):",
+                "", "| agent | size | cases | blocked | working | idle |", "|---|---|---|---|---|---|"]
+
+        def cell(counter: Counter[str]) -> str:
+            return ", ".join(f"{name} ×{n}" for name, n in counter.most_common()) or "-"
+        for key, states in sorted(table.items(), key=lambda kv: (kv[0][0], _area(kv[0][1]))):
+            count = f"{passed[key]}/{cases[key]} ok" if alone else str(cases[key])
+            out.append(f"| {key[0]} | {key[1]} | {count} | {cell(states['blocked'])} | {cell(states['working'])} | "
+                       f"{cell(states['idle'])} |")
+    return out[1:]
+
+
+def _area(size: str) -> int:
+    cols, _, rows = size.partition("x")
+    return int(cols) * int(rows) if cols.isdigit() and rows.isdigit() else 0
 
 
 def summary(latencies: list[CaseLatency]) -> list[str]:

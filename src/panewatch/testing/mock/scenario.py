@@ -186,6 +186,42 @@ _TRAPS: dict[Dialect, str] = {
 }
 
 
+# The `quote` scenario: the reply ends with the agent's own dialog, its footer and, last of all, its busy
+# line, each a paragraph of plain text (no fence, no quote mark), so they are the reply's bottom lines,
+# right above where the agent draws the real ones. A copy stands still: the turn is over once it is out.
+QUOTE_BUSY: dict[Dialect, str] = {
+    "claude": "✶ Flambéing… (5s · esc to interrupt)",
+    "codex": "• Working (5s • esc to interrupt)",
+    "gemini": "⠼ Thinking... (esc to cancel, 4s)",
+    "qwen": "⠙ Petting the cat... (1s · ↑ 39 tokens · esc to cancel)",
+    "copilot": "● Working · 68 B esc esc interrupt",
+    # A bar the real one never draws (its 8 cells hold at most 6 lit ones, contiguous): the capture tells the
+    # quoted line, the end of the reply, from the agent's own.
+    "opencode": "■■■■■■■■  esc interrupt",
+    "aider": "░█  Waiting for openai/gpt-4o",
+}
+_QUOTE_REST: dict[Dialect, tuple[str, ...]] = {
+    "claude": ("Do you want to proceed?", "❯ 1. Yes", "Esc to cancel · Tab to amend",
+               "⏸ manual mode on · esc to interrupt"),
+    "codex": ("Would you like to run the following command?", "› 1. Yes, proceed (y)",
+              "Press enter to confirm or esc to cancel", "gpt-5.1-codex default · ~/ws"),
+    "gemini": ("Allow execution of [Shell]?", "● 1. Allow once", "Waiting for user confirmation...",
+               "Shift+Tab to accept edits"),
+    "qwen": ("Allow execution of: 'rm'?", "› 1. Yes, allow once", "⠏ Waiting for user confirmation...",
+             "Enter to steer · Ctrl+Q to queue"),
+    "copilot": ("Do you want to run this command?", "❯ 1. Yes", "↑/↓ to navigate · enter to select · esc to cancel",
+                "◎ Working esc esc edit prompt"),
+    "opencode": ("△ Permission required", "Allow once   Allow always   Reject   enter confirm",
+                 "tab agents  ctrl+p commands"),
+    "aider": ("Run shell command? (Y)es/(N)o/(D)on't ask again [Yes]:",),
+}
+
+
+def _quote(dialect: Dialect) -> str:
+    lines = ("While it worked, my screen showed this:", *_QUOTE_REST[dialect], QUOTE_BUSY[dialect])
+    return "\n\n".join(lines)
+
+
 # The `prose` scenario: markdown lists and rules, and every verified agent's dialog lines written as
 # plain reply text (no code fence, no quote): only an agent's real dialog may be judged blocked.
 _PROSE = (
@@ -371,7 +407,7 @@ _BUILDERS: dict[Dialect, Callable[[str, Control, str | None], Script | None]] = 
     "aider": _aider,
 }
 
-COMMON_SCENARIOS = ("bash", "edit", "slow", "multi", "trap", "text", "prose")
+COMMON_SCENARIOS = ("bash", "edit", "slow", "multi", "trap", "text", "prose", "quote")
 SCENARIOS: dict[Dialect, tuple[str, ...]] = {
     "claude": (*COMMON_SCENARIOS, "write", "plan", "ask"),
     "codex": COMMON_SCENARIOS,
@@ -411,6 +447,8 @@ def script_for(kind: Kind, control: Control, cwd: str | None = None, dialect: Di
         return Script((), _TRAPS.get(dialect) or _TRAPS[NATIVE[kind]])
     if scn == "text":
         return Script((), _done(scn))
+    if scn == "quote":
+        return Script((), _quote(dialect if dialect in QUOTE_BUSY else NATIVE[kind]))
     if scn == "prose":
         # Gemini's busy literal (capture.py) is "esc to cancel": Codex's footer is spelled differently for it.
         prose = _PROSE.replace("or esc to cancel", "or Esc to cancel") if dialect == "gemini" else _PROSE
