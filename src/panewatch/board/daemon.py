@@ -52,6 +52,7 @@ from aiohttp import WSCloseCode, web
 import panewatch
 from panewatch.board import ops
 from panewatch.board.client import runtime_file, socket_path
+from panewatch.board.hookonly import HookOnlyBoard
 from panewatch.board.ids import PaneIds, card_key
 from panewatch.board.limits import ConnectionGate, Limits
 from panewatch.board.model import Card, bad_request
@@ -122,6 +123,8 @@ class Daemon:
                               attach_hooks=hooks)
         self.remote = RemoteBoard(self.hub, self.watcher, settings.remotes, attach_hooks=hooks)  # [[remote]]
         self.views = Views(self.hub, self.tmux)  # what a view pane shows; who looks at a pane
+        # agents started by hand outside watched panes, known by their installed hooks (board/hookonly.py)
+        self.hookonly = HookOnlyBoard(self.hub, self.watcher, screen_pane=self._screen_pane)
         self.watchdog = Watchdog()  # ends the headless panes' sessions if we die, even by kill -9
         self.access: Access | None = None
         self._lock_fd: int | None = None
@@ -152,6 +155,7 @@ class Daemon:
             self._say_backends()
             await self.tmux.start()  # before the socket: the first `ls` already sees the tmux panes
             await self.remote.start()  # each host in its own task: none delays the start or another host
+            await self.hookonly.start()
             await self._start_socket()
             write_secret(runtime_file("board.json"), json.dumps(
                 {"pid": self.pid, "url": self.base_url, "host": self.host, "port": self.port}))
@@ -264,6 +268,7 @@ class Daemon:
                 socket_path().unlink()
         for conn in list(self.connections):
             await conn.peer.close()
+        await self.hookonly.close()
         await self.tmux.close()
         await self.remote.close()
         await self.hub.close()
@@ -480,6 +485,13 @@ class Daemon:
                 log.info("notifications: %s: %s", name, how)
             else:
                 log.warning("notifications: %s cannot deliver: %s", name, how)
+
+    def _screen_pane(self, tty: str) -> Callable[[Report], None] | None:
+        """The report sink of a tmux pane watched by its screen whose tty is `tty` (an agent's hooks land there)."""
+        for handle in self.tmux.handles.values():
+            if not handle.ended and handle.pane.info.tty == tty:
+                return handle.pane.report
+        return None
 
     def _on_report(self, pane_id: str, report: Report) -> None:
         handle = self.hub.panes.get(pane_id)

@@ -105,8 +105,11 @@ FRESH = 5.0  # seconds: a `run` card that registers in a state begun this recent
 
 
 def _registered_just_now(card: Card) -> bool:
+    """A `run` that registers in a fresh state, or a hook-only pane whose first hook just fired (its first state is
+    an event, not a screen found as it was)."""
     since = card.get("since")
-    return card.get("origin") == "run" and isinstance(since, int | float) and 0 <= time.time() - since < FRESH
+    fresh = isinstance(since, int | float) and 0 <= time.time() - since < FRESH
+    return card.get("origin") in ("run", "hooks") and fresh
 
 
 def where(card: Card) -> str:
