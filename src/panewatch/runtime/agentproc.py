@@ -74,13 +74,26 @@ def find_agent(parent: int, manifests: Iterable[Manifest]) -> AgentProcess | Non
 def _described(proc: psutil.Process, name: str, agent: str | None) -> AgentProcess | None:
     try:
         with proc.oneshot():
-            started, tty = proc.create_time(), proc.terminal() or ""
+            started, tty = proc.create_time(), terminal_of(proc)
     except psutil.Error:
         return None
     cwd = ""
     with contextlib.suppress(psutil.Error, OSError):
         cwd = proc.cwd()
     return AgentProcess(proc.pid, started, name, agent, tty, cwd, proc)
+
+
+def terminal_of(proc: psutil.Process) -> str:
+    """The process's controlling terminal ("" if none). psutil maps device numbers to /dev names once per process
+    (`_psposix.get_terminal_map` is memoized): a terminal opened after the daemon's first look is not in that map,
+    and psutil says None. On a miss the map is read again."""
+    tty = proc.terminal()
+    if tty is None:
+        refresh = getattr(getattr(getattr(psutil, "_psposix", None), "get_terminal_map", None), "cache_clear", None)
+        if callable(refresh):
+            refresh()
+            tty = proc.terminal()
+    return tty or ""
 
 
 # TERM_PROGRAM values and markers → the terminal's name for people.
