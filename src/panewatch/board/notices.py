@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 from collections import Counter
 from collections.abc import Callable
 
-from panewatch.board.model import Card, stands_for_agent
+from panewatch.board.model import Card, format_duration, in_state, stands_for_agent
 from panewatch.board.panes import Hub, RemotePane
 from panewatch.board.views import Views
 from panewatch.runtime.notify import Notifier, clean, open_board_at
@@ -87,6 +88,8 @@ class Notices:
 
             host = self.views.host_of(card) if not card.get("target") else None
             name = host.pane.info.target if host is not None else where(card)
+            if card.get("origin") != "remote":  # a remote card's target names its host already
+                name = f"{LOCAL_HOST}:{name}"
             fired = self.notifier.on_change(name, str(card.get("agent") or ""), old, state, message(card),
                                             board_pane=pane_id, ring=ring)
             if fired:
@@ -101,6 +104,7 @@ class Notices:
         self.notifier.close()
 
 
+LOCAL_HOST = socket.gethostname().split(".")[0] or "localhost"  # "host:target" in every notification
 FRESH = 5.0  # seconds: a `run` card that registers in a state begun this recently is news (cli/run.py waits)
 
 
@@ -118,9 +122,13 @@ def where(card: Card) -> str:
     return str(target or card.get("name") or card.get("id"))
 
 
-def message(card: Card) -> str:
-    """The question and its options, as the card has them (the body of a blocked notification)."""
+def message(card: Card, now: float | None = None) -> str:
+    """The body of a notification: the question and its options as the card has them, then the context a person
+    decides with away from the desk: how long it has waited, and where (a hook-only pane's terminal, tty and
+    directory; else its directory)."""
     prompt = card.get("prompt") or {}
     question = str(prompt.get("question") or "")
     options = " · ".join(f"{o.get('number')}. {o.get('label')}" for o in prompt.get("options") or [])
-    return " — ".join(part for part in (question, options) if part)
+    place = str(card.get("where") or card.get("cwd") or "")
+    context = f"waiting {format_duration(in_state(card, now))}" + (f" · {place}" if place else "")
+    return " — ".join(part for part in (question, options, context) if part)

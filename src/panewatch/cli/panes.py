@@ -171,7 +171,10 @@ def _table(cards: list[Card]) -> None:
 
 
 def _where(card: Card) -> str:
-    """Where the pane is: its tmux target and window, else its working directory."""
+    """Where the pane is: its tmux target and window, else (a hook-only pane) its terminal, tty and directory, else
+    its working directory."""
+    if card.get("where"):
+        return str(card["where"])
     target = str(card.get("target") or "")
     window = str(card.get("window") or "")
     cwd = _short_path(str(card.get("cwd") or ""))

@@ -15,6 +15,8 @@ Backends:
             characters first, so prompt text can never end the OSC early or inject escape sequences.
   command   the user's `notify.command` via /bin/sh -c, with PANEWATCH_PANE, PANEWATCH_STATE,
             PANEWATCH_AGENT, PANEWATCH_PROMPT in its environment (never spliced into the command).
+  push      phones and chats through Apprise (runtime/push.py): every `notify.urls` entry and
+            $PANEWATCH_NOTIFY_URLS, each in its own worker thread (set = enabled, like `command`).
 
 Processes are started without waiting (Popen, own session, no stdin) and reaped by a watcher
 thread that kills them after `command_timeout`. A failing backend is counted in `failures` and
@@ -36,6 +38,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from panewatch.core.machine import StateChange
+from panewatch.runtime.push import Pusher, env_urls
 from panewatch.runtime.settings import NotifySettings, Settings
 
 log = logging.getLogger(__name__)
@@ -46,6 +49,7 @@ ACTION_WAIT = 900.0  # seconds a clickable notification's notify-send may wait f
 ACTIONS = ("default", "open")  # what notify-send prints for a click on the body / on the "Open in board" button
 _CONTROL = dict.fromkeys([*range(0x20), 0x7F, *range(0x80, 0xA0)], " ")
 _MAX_TEXT = 240
+_MAX_PUSH = 1000  # a phone shows more than a desktop bubble: the question and every option
 
 Which = Callable[[str], str | None]
 
@@ -66,8 +70,11 @@ class Notifier:
         which: Which = shutil.which,
         platform: str = sys.platform,
         open_board: Callable[[str], None] | None = None,
+        environ: dict[str, str] | None = None,
     ) -> None:
         self.settings = settings.notify if isinstance(settings, Settings) else settings
+        env = dict(os.environ if environ is None else environ)
+        self.pusher = Pusher([*self.settings.urls, *env_urls(env)], environ=env)
         self._clock = clock
         self._terminal_writer = terminal_writer
         self._which = which
@@ -119,9 +126,10 @@ class Notifier:
             ("desktop", lambda: self._desktop(title, body, board_pane)),
             ("terminal", lambda: ring(title, body) if ring is not None else self.ring(title, body)),
             ("command", lambda: self._command(env)),
+            ("push", lambda: self.pusher.send(title, clean(prompt_text or body, _MAX_PUSH))),
         ]
         for name, send in backends:
-            if name != "command" and name not in self.settings.backends:
+            if name not in ("command", "push") and name not in self.settings.backends:
                 continue
             try:
                 if send():
@@ -262,6 +270,7 @@ class Notifier:
             out.append(("command", True, f"runs {self.settings.command}"))
         elif "command" in self.settings.backends:
             out.append(("command", False, "[notify] command is empty"))
+        out += [(f"push {name}", ok, how) for name, ok, how in self.pusher.availability()]
         return out
 
     def running(self) -> int:
@@ -269,7 +278,8 @@ class Notifier:
             return len(self._children)
 
     def close(self) -> None:
-        """Kill whatever notification processes are still running (runtime shutdown)."""
+        """Kill whatever notification processes are still running (runtime shutdown); push workers end."""
+        self.pusher.close()
         with self._lock:
             children = list(self._children)
         for proc in children:

@@ -236,6 +236,7 @@ function uiState(id) {
 }
 
 function place(card) {
+  if (card.where) return card.where;  // a hook-only pane (board/hookonly.py): its terminal, tty and directory
   const where = card.target ? (card.window ? `${card.target} [${card.window}]` : card.target) : "";
   return [where, shortPath(card.cwd || "")].filter(Boolean).join(" · ");
 }
