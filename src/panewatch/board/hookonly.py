@@ -104,7 +104,9 @@ class HookOnlyPane:
 
     def _prompt(self, detail: str) -> dict[str, Any]:
         """What the agent asks, as far as its hook said: the tool and what it does (no screen: no options)."""
-        question = detail.split(" ", 1)[1] if " " in detail else detail
+        question = detail.split(" ", 1)[1] if " " in detail else detail  # "PermissionRequest Bash" → "Bash"
+        if question.startswith("(") and question.endswith(")"):  # a Notification's message: "(Allow …?)"
+            question = question[1:-1]
         if self.about:
             question = f"{question}: {self.about}" if question else self.about
         return {"question": clean(question, 300), "options": [], "fingerprint": "", "body": ""}

@@ -120,7 +120,7 @@ class Terminal:
         for key, name in _MARKERS:
             if self.env.get(key):
                 return name
-        return _PROGRAMS.get(program, program) or self.env.get("TERM", "") or "a terminal"
+        return _PROGRAMS.get(program, program) or "terminal"  # $TERM names a terminal type, not a program
 
     @property
     def window(self) -> str:
