@@ -68,7 +68,7 @@ from panewatch.board.watchdog import Watchdog
 from panewatch.board.web import make_app
 from panewatch.core.combine import Report
 from panewatch.errors import PanewatchError
-from panewatch.runtime import paths
+from panewatch.runtime import paths, system
 from panewatch.runtime.hooks import PaneHooks, remove_stale_sockets
 from panewatch.runtime.live import LivePane, ManifestWatcher
 from panewatch.runtime.settings import load_settings, settings_path
@@ -214,6 +214,7 @@ class Daemon:
 
     async def _start_socket(self) -> None:
         path = socket_path()
+        system.check_socket_path(str(path))  # a clear error on a runtime dir too deep for sun_path (104 on macOS)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # stale: we hold the lock, so no live daemon owns it
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

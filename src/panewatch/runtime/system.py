@@ -5,7 +5,7 @@ here (tests force the macOS branch on Linux with `monkeypatch.setattr(system, "S
     peer process        who is on the other end of a unix socket: SO_PEERCRED (Linux), LOCAL_PEERPID (macOS)
     processes           /proc exists on Linux only; elsewhere psutil (sysctl) answers (`has_proc`)
     a process's tty     psutil's `terminal()` on both (Linux: /proc stat's tty_nr; macOS: sysctl)
-    opening a URL       `xdg-open` (Linux), `open` (macOS)
+    opening the board   Python's webbrowser: `open` (macOS), xdg-open and the desktop's browsers (Linux)
     desktop notices     D-Bus org.freedesktop.Notifications (desktop-notifier, else notify-send) on Linux;
                         Notification Center (desktop-notifier, else osascript) on macOS
     the runtime dir     $XDG_RUNTIME_DIR/panewatch where set (Linux sessions), else /tmp/panewatch-UID on both
@@ -66,11 +66,6 @@ def peer_pid(sock: socket.socket) -> int | None:
     except OSError:
         return None
     return None
-
-
-def open_argv(url: str) -> list[str]:
-    """The command that opens `url` in the user's browser (its argument one word: no shell)."""
-    return ["open", url] if SYSTEM == "darwin" else ["xdg-open", url]
 
 
 def desktop_tool() -> str:
