@@ -2,7 +2,9 @@
 turn ends), at most once per `cooldown` seconds per (pane, state) on the injected clock.
 
 Backends:
-  desktop   `notify-send` (Linux) or `osascript` (macOS); skipped silently when neither exists.
+  desktop   desktop-notifier (runtime/desktop.py: D-Bus on Linux when a session bus is there, Notification
+            Center on macOS; a click or its "Open in board" button opens the board at the pane), else
+            `notify-send` (Linux) or `osascript` (macOS); skipped silently when none can deliver.
             Clicking it opens the board at that pane where the desktop allows: given `open_board` and a
             board pane id, a notify-send that has `--action` (libnotify >= 0.7.10) shows an "Open in
             board" action (also the notification's default action, its body click); when the user
@@ -38,6 +40,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from panewatch.core.machine import StateChange
+from panewatch.runtime.desktop import Desktop, usable
 from panewatch.runtime.push import Pusher, env_urls
 from panewatch.runtime.settings import NotifySettings, Settings
 
@@ -75,6 +78,9 @@ class Notifier:
         self.settings = settings.notify if isinstance(settings, Settings) else settings
         env = dict(os.environ if environ is None else environ)
         self.pusher = Pusher([*self.settings.urls, *env_urls(env)], environ=env)
+        # desktop-notifier where it can deliver (not with the platform forced for a test: no such desktop here)
+        self.desktop = Desktop(self._desktop_result) if platform == sys.platform and usable(env) else None
+        self._desktop_said = False
         self._clock = clock
         self._terminal_writer = terminal_writer
         self._which = which
@@ -155,6 +161,11 @@ class Notifier:
     # -- backends: return True if they fired, False if skipped; raise on failure ------------------
 
     def _desktop(self, title: str, body: str, board_pane: str | None = None) -> bool:
+        if self.desktop is not None and "desktop" in self.settings.backends:
+            open_board, pane = self._open_board, board_pane
+            click = (lambda: open_board(pane)) if open_board is not None and pane is not None else None
+            self.desktop.send(title, body, click)
+            return True
         if self._platform == "darwin":
             osascript = self._which("osascript")
             if osascript is None:
@@ -173,6 +184,15 @@ class Notifier:
         else:
             self._spawn("desktop", [*argv, title, body], None)
         return True
+
+    def _desktop_result(self, delivered: bool, why: str) -> None:
+        """desktop-notifier's word on one notification (its thread): a failure said once, counted always."""
+        if delivered:
+            return
+        with self._lock:
+            self.failures["desktop"] += 1
+            first, self._desktop_said = not self._desktop_said, True
+        (log.warning if first else log.debug)("notifications: desktop failed: %s", why)
 
     def _takes_actions(self, notify_send: str) -> bool:
         """Does this notify-send have --action (libnotify >= 0.7.10)? Asked once per path."""
@@ -258,7 +278,10 @@ class Notifier:
         backend reaches a terminal (the daemon: through tmux); "" = its own terminal, if it has one."""
         out: list[tuple[str, bool, str]] = []
         for name in self.settings.backends:
-            if name == "desktop":
+            if name == "desktop" and self.desktop is not None:
+                out.append((name, True, "through desktop-notifier (Notification Center)" if self._platform == "darwin"
+                            else "through desktop-notifier (D-Bus session bus)"))
+            elif name == "desktop":
                 tool = "osascript" if self._platform == "darwin" else "notify-send"
                 found = self._which(tool)
                 fix = "" if self._platform == "darwin" else " (Debian/Ubuntu: apt-get install libnotify-bin)"
@@ -280,6 +303,8 @@ class Notifier:
     def close(self) -> None:
         """Kill whatever notification processes are still running (runtime shutdown); push workers end."""
         self.pusher.close()
+        if self.desktop is not None:
+            self.desktop.close()
         with self._lock:
             children = list(self._children)
         for proc in children:
