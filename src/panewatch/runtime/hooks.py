@@ -238,7 +238,10 @@ class ReportServer:
             data = await asyncio.wait_for(self._read_line(reader), READ_TIMEOUT)
             if data is not None:
                 sock = writer.get_extra_info("socket")
-                self._accept(data, system.peer_pid(sock) if sock is not None and self.on_agent is not None else None)
+                if self.on_agent is not None and sock is not None:  # the hook's pid, as the kernel says
+                    self._accept(data, system.peer_pid(sock))
+                else:
+                    self._accept(data)
         except TimeoutError:
             self.rejected["timeout"] += 1
         except OSError:  # the client went away mid-message: nothing to judge
