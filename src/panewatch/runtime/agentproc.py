@@ -114,6 +114,8 @@ class Terminal:
 
     @property
     def name(self) -> str:
+        if self.env.get("TMUX_PANE"):  # a tmux server nobody watches (a watched one's pane has the report)
+            return "tmux"
         program = self.env.get("TERM_PROGRAM", "")
         if program in _PROGRAMS and program != "tmux":
             return _PROGRAMS[program]
@@ -131,6 +133,8 @@ class Terminal:
             return f"pane {wezterm}"
         if session := self.env.get("ITERM_SESSION_ID", ""):
             return f"session {session.split(':')[0]}"
+        if (pane := self.env.get("TMUX_PANE", "")).startswith("%") and pane[1:].isdigit():
+            return f"pane {pane}"
         return ""
 
 

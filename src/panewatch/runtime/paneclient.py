@@ -56,7 +56,7 @@ AGENTS_SOCKET = "agents.sock"  # the daemon's listener for hook-only panes (boar
 TERMINAL_KEYS = ("TERM_PROGRAM", "TERM_PROGRAM_VERSION", "TERM", "KITTY_WINDOW_ID", "KITTY_LISTEN_ON", "KITTY_PID",
                  "WEZTERM_PANE", "WEZTERM_UNIX_SOCKET", "ITERM_SESSION_ID", "TERM_SESSION_ID", "VSCODE_PID",
                  "VSCODE_INJECTION", "GHOSTTY_RESOURCES_DIR", "WT_SESSION", "ALACRITTY_WINDOW_ID",
-                 "KONSOLE_DBUS_SESSION", "GNOME_TERMINAL_SCREEN", "WINDOWID", "STY", "ZELLIJ", "SSH_TTY")
+                 "KONSOLE_DBUS_SESSION", "GNOME_TERMINAL_SCREEN", "WINDOWID", "STY", "ZELLIJ", "SSH_TTY", "TMUX_PANE")
 _STARTED = time.time()  # when this hook began: orders one agent's reports (board/hookonly.py)
 
 MAX_MESSAGE = 64 * 1024
