@@ -9,6 +9,7 @@ import json
 import os
 import shlex
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,25 @@ def test_an_agent_in_a_tmux_server_nobody_watches_is_a_hook_only_card(tmp_path: 
     finally:
         agent.close()
         server.stop()
+
+
+def test_a_dialog_on_screen_reaches_ntfy_with_its_question_and_options(tmp_path: Path) -> None:
+    """The same notification path for a pane watched by its screen: the question and every option, at the receiver;
+    the time from the card turning blocked to the receiver's request is printed."""
+    from boardutil import new_agent, wait_state
+
+    with Receiver() as ntfy:
+        server = start_serve(env={"PANEWATCH_NOTIFY_URLS": f"ntfy://127.0.0.1:{ntfy.port}/my-agents"})
+        try:
+            pane = new_agent(tmp_path / "log")
+            cli("send", "--no-enter", pane, "b", check=True)  # the scripted agent shows its permission dialog
+            blocked = wait_state(pane, "blocked")
+            wait_for(lambda: ntfy.got, "the notification at the receiver")
+            arrived = time.time() - (time.monotonic() - ntfy.arrived[0])
+            sent = ntfy.got[0]["body"]
+            assert sent["title"] == f"claude needs your answer ({LOCAL_HOST}:{blocked['name']})"
+            assert sent["message"].startswith("Do you want to proceed? — 1. Yes · 2. Yes, and don't ask again · 3. No"
+                                              " — waiting "), sent
+            print(f"\nblocked card → push at the receiver: {(arrived - float(blocked['since'])) * 1000:.0f} ms")
+        finally:
+            server.stop()
