@@ -28,7 +28,7 @@ def test_a_blocked_pane_reaches_ntfy_and_a_json_webhook_with_its_question_and_op
     with Receiver() as ntfy, Receiver() as hook:
         notify = notifier((f"ntfy://127.0.0.1:{ntfy.port}/agents-topic", f"json://127.0.0.1:{hook.port}/in"))
         try:
-            fired = notify.on_change(f"{LOCAL_HOST}:work:1.0", "claude", "working", "blocked", PROMPT)
+            fired = notify.on_change("work:1.0", "claude", "working", "blocked", PROMPT, host=LOCAL_HOST)
             assert fired == ["push"]
             wait_until(lambda: ntfy.got and hook.got, 10, "both receivers")
             sent = ntfy.got[0]["body"]
@@ -41,7 +41,7 @@ def test_a_blocked_pane_reaches_ntfy_and_a_json_webhook_with_its_question_and_op
             assert notify.pusher.delivered == {f"ntfy://127.0.0.1:{ntfy.port}/…": 1,
                                                f"json://127.0.0.1:{hook.port}/…": 1}
             # the cooldown per pane and state, as for every backend
-            assert notify.on_change(f"{LOCAL_HOST}:work:1.0", "claude", "idle", "blocked", PROMPT) == []
+            assert notify.on_change("work:1.0", "claude", "idle", "blocked", PROMPT, host=LOCAL_HOST) == []
         finally:
             notify.close()
 

@@ -88,10 +88,9 @@ class Notices:
 
             host = self.views.host_of(card) if not card.get("target") else None
             name = host.pane.info.target if host is not None else where(card)
-            if card.get("origin") != "remote":  # a remote card's target names its host already
-                name = f"{LOCAL_HOST}:{name}"
             fired = self.notifier.on_change(name, str(card.get("agent") or ""), old, state, message(card),
-                                            board_pane=pane_id, ring=ring)
+                                            board_pane=pane_id, ring=ring,
+                                            host="" if card.get("origin") == "remote" else LOCAL_HOST)
             if fired:
                 self.sent[state] += 1
         except Exception:  # a notification must never break the daemon
@@ -104,7 +103,8 @@ class Notices:
         self.notifier.close()
 
 
-LOCAL_HOST = socket.gethostname().split(".")[0] or "localhost"  # "host:target" in every notification
+LOCAL_HOST = socket.gethostname().split(".")[0] or "localhost"  # "host:target" in every title (a remote card's
+# target names its host already)
 FRESH = 5.0  # seconds: a `run` card that registers in a state begun this recently is news (cli/run.py waits)
 
 

@@ -16,7 +16,7 @@ Backends:
             written into a tmux pane never reaches the user's terminal); the text is stripped of control
             characters first, so prompt text can never end the OSC early or inject escape sequences.
   command   the user's `notify.command` via /bin/sh -c, with PANEWATCH_PANE, PANEWATCH_STATE,
-            PANEWATCH_AGENT, PANEWATCH_PROMPT in its environment (never spliced into the command).
+            PANEWATCH_AGENT, PANEWATCH_PROMPT, PANEWATCH_HOST in its environment (never spliced into the command).
   push      phones and chats through Apprise (runtime/push.py): every `notify.urls` entry and
             $PANEWATCH_NOTIFY_URLS, each in its own worker thread (set = enabled, like `command`).
 
@@ -112,9 +112,11 @@ class Notifier:
                               board_pane=board_pane)
 
     def on_change(self, pane_id: str, agent: str, old_state: str, new_state: str, prompt_text: str = "", *,
-                  board_pane: str | None = None, ring: Callable[[str, str], bool] | None = None) -> list[str]:
+                  board_pane: str | None = None, ring: Callable[[str, str], bool] | None = None,
+                  host: str = "") -> list[str]:
         """Notify if this state change calls for it; returns the names of the backends that fired. `ring`: how
-        the terminal backend reaches the terminal showing this pane (title, body → whether it rang)."""
+        the terminal backend reaches the terminal showing this pane (title, body → whether it rang). `host`: the
+        machine the pane is on, for the title ("host:target": a phone is not at the desk)."""
         if not self.wants(old_state, new_state):
             return []
         now = self._clock()
@@ -124,9 +126,9 @@ class Notifier:
             self.suppressed += 1
             return []
         self._last[key] = now
-        title, body = self._message(pane_id, agent, new_state, prompt_text)
+        title, body = self._message(f"{host}:{pane_id}" if host else pane_id, agent, new_state, prompt_text)
         env = {"PANEWATCH_PANE": pane_id, "PANEWATCH_STATE": new_state, "PANEWATCH_AGENT": agent,
-               "PANEWATCH_PROMPT": prompt_text}
+               "PANEWATCH_PROMPT": prompt_text, "PANEWATCH_HOST": host}
         fired: list[str] = []
         backends: list[tuple[str, Callable[[], bool]]] = [
             ("desktop", lambda: self._desktop(title, body, board_pane)),

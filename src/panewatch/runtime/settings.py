@@ -6,7 +6,7 @@
     on_turn_end = false                  # also notify when a working turn ends (working → idle)
     cooldown = 30                        # seconds between two notifications per pane and state
     command = ""                         # run via /bin/sh -c on each notification (set = enabled);
-                                         # PANEWATCH_PANE/STATE/AGENT/PROMPT in its environment
+                                         # PANEWATCH_PANE/STATE/AGENT/PROMPT/HOST in its environment
     command_timeout = 10                 # seconds before a hanging command is killed
     urls = []                            # Apprise URLs (runtime/push.py): phones and chats; `${NAME}` reads the
                                          # environment; $PANEWATCH_NOTIFY_URLS adds more
