@@ -84,7 +84,10 @@ def prompt_lines(prompt: dict[str, Any] | None, indent: str = "    ") -> list[st
     if prompt.get("body"):
         lines.append(f"{indent}  {prompt['body'][:200]}")
     lines += [f"{indent}  {o['number']}. {o['label']}" for o in prompt.get("options", [])]
-    lines.append(f"{indent}  fingerprint {prompt.get('fingerprint')}")
+    if prompt.get("fingerprint"):
+        lines.append(f"{indent}  fingerprint {prompt.get('fingerprint')}")
+    else:  # a hook-only pane (board/hookonly.py): no screen, no options, nothing to answer from here
+        lines.append(f"{indent}  (known from its hooks only: answer it where it runs)")
     return lines
 
 
