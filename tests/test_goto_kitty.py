@@ -130,7 +130,11 @@ def test_the_commands_for_kitty_and_wezterm_take_their_ids_as_words() -> None:
                                  tty="/dev/pts/1", where="WezTerm")
     assert argv[1:] == ["cli", "activate-pane", "--pane-id", "12"]
     assert extra == {"WEZTERM_UNIX_SOCKET": "/run/user/1/wezterm/gui-sock-9"}
+    argv, _ = goto.goto_argv(Terminal({"KITTY_WINDOW_ID": "7", "KITTY_LISTEN_ON": "tcp:localhost:5555"}),
+                             tty="/dev/pts/1", where="kitty")
+    assert argv[3] == "tcp:localhost:5555"
     for env in ({"KITTY_WINDOW_ID": "7; rm -rf ~", "KITTY_LISTEN_ON": "unix:/tmp/k"},
+                {"KITTY_WINDOW_ID": "7", "KITTY_LISTEN_ON": "tcp:evil.example:80"},
                 {"TERM_PROGRAM": "WezTerm", "WEZTERM_PANE": "--help"}, {"TERM_PROGRAM": "vscode"}):
         with pytest.raises(goto.CannotGoThere):
             goto.goto_argv(Terminal(env), tty="/dev/pts/1", where="somewhere")

@@ -26,6 +26,7 @@ from panewatch.runtime.agentproc import Terminal
 
 TIMEOUT = 5.0
 _UUID = re.compile(r"[0-9A-Fa-f-]{8,64}")
+_LOCAL_KITTY = re.compile(r"unix:.+|tcp:(localhost|127\.0\.0\.1|\[::1\]):\d{1,5}")
 
 ITERM_SCRIPT = """on run argv
 tell application "iTerm2"
@@ -74,6 +75,8 @@ def goto_argv(terminal: Terminal, *, tty: str, where: str) -> tuple[list[str], d
         if not listen:
             raise CannotGoThere(where, "kitty's remote control is off (kitty.conf: allow_remote_control yes, "
                                        "listen_on unix:/tmp/kitty)")
+        if not _LOCAL_KITTY.match(listen):  # only this machine's kitty: never a connection elsewhere
+            raise CannotGoThere(where, "kitty listens somewhere other than a local socket or loopback port")
         return [_tool("kitty"), "@", "--to", listen, "focus-window", "--match", f"id:{window}"], {}
     if name == "WezTerm":
         pane = env.get("WEZTERM_PANE", "")
