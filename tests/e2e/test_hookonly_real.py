@@ -162,10 +162,10 @@ def test_a_real_agent_started_by_hand_outside_tmux_is_a_hook_only_card(name: str
                 board.wait_state("idle", STEP, after=index)
                 timings["answer→working"] = working_at - answered
                 index = len(board.changes)
+                ending = time.time()  # SIGTERM to the agent's group now: its end is at most this early
                 agent.close()
-                gone = time.time()
                 exited_at = board.wait_state("exited", 10, after=index)
-                timings["process gone→exited"] = exited_at - gone
+                timings["SIGTERM→exited"] = exited_at - ending
             finally:
                 agent.close()
             states = [s for _, s in board.changes]
