@@ -68,9 +68,9 @@ def test_a_failing_service_is_said_once_and_its_secrets_never(caplog: pytest.Log
         notify = notifier((refused, f"json://127.0.0.1:{good.port}/" + "${PW_HOOK_PATH}"),
                           environ={"PW_HOOK_PATH": "p4thsecret"})
         try:
-            for pane in ("a", "b", "c"):
+            for i, pane in enumerate(("a", "b", "c"), 1):  # one at a time (what queues meanwhile would go as one)
                 notify.on_change(pane, "claude", "working", "blocked", "Allow?")
-            wait_until(lambda: sum(notify.pusher.failed.values()) == 3 and len(good.got) == 3, 15, "all tries")
+                wait_until(lambda i=i: sum(notify.pusher.failed.values()) == i and len(good.got) == i, 15, "a try")
             assert good.got[0]["path"] == "/p4thsecret"  # the variable read from the environment
         finally:
             notify.close()
@@ -117,3 +117,24 @@ def test_the_message_says_question_options_how_long_and_where() -> None:
                        "options": [{"number": "1", "label": "Yes"}, {"number": "2", "label": "No"}]}}
     assert message(card, now) == "Do you want to proceed? — 1. Yes · 2. No — waiting 1m15s · kitty window 3 · " \
                                  "/dev/pts/4 · ~/src/app"
+
+
+def test_what_queues_behind_a_slow_request_goes_out_as_one() -> None:
+    """Apprise spaces requests to ntfy and Pushover 5.5 s apart: what arrives meanwhile is one notification then,
+    not a queue that drains one by one, each later than the last. Here the first request is held (deterministic)."""
+    with Receiver(hold=True) as hook:
+        notify = notifier((f"json://127.0.0.1:{hook.port}/",))
+        try:
+            notify.on_change("a", "claude", "working", "blocked", "First?")
+            wait_until(lambda: hook.waiting == 1, 10, "the first request held")
+            notify.on_change("b", "codex", "working", "blocked", "Second?")
+            notify.on_change("c", "gemini", "working", "blocked", "Third?")
+            hook.release()
+            wait_until(lambda: len(hook.got) == 2, 10, "the second request")
+            assert hook.got[0]["body"]["message"] == "First?"
+            second = hook.got[1]["body"]
+            assert second["title"] == "2 notifications from panewatch"
+            assert second["message"] == "codex needs your answer (b): Second?\ngemini needs your answer (c): Third?"
+            assert notify.pusher.delivered == {f"json://127.0.0.1:{hook.port}/…": 2}
+        finally:
+            notify.close()

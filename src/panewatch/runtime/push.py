@@ -7,6 +7,8 @@ Slack, Discord, Matrix, e-mail, …: https://github.com/caronc/apprise/wiki), on
               (`label`), and Apprise's and urllib3's own loggers (which print URLs) are kept quiet.
     isolation each URL has its own worker thread and queue: a service that hangs (Apprise's own timeouts bound
               it) delays no other service, no other backend and never detection; `send` only queues.
+    spacing   Apprise spaces requests to some services (ntfy, Pushover: 5.5 s apart, their rate limits); what
+              queues meanwhile goes out as one notification when the service may be asked again.
     failures  a URL Apprise refuses, a variable not set, or a delivery that fails is reported once per target
               (a warning naming its label and what went wrong, its secrets masked) and counted; after a
               success it would be reported again.
@@ -150,19 +152,43 @@ class PushTarget:
         finally:
             self.ready.set()
         while (item := self._queue.get()) is not None:
+            item, stop = self._coalesce(item)
             if notifier is None:
                 self._on_result(self.label, False, self.problem)
-                continue
-            said = _Said([])
-            _CAPTURE.local.said = said
+            else:
+                self._deliver(notifier, item, secrets)
+            if stop:
+                break
+
+    def _coalesce(self, first: tuple[str, str]) -> tuple[tuple[str, str], bool]:
+        """`first` and whatever queued behind it, as one notification (and whether close() came meanwhile). Apprise
+        spaces requests to one service (ntfy, Pushover: 5.5 s): what arrives during that wait goes out together at
+        its end, once, rather than one by one, each later than the last."""
+        items, stop = [first], False
+        while True:
             try:
-                ok = bool(notifier.notify(title=item[0], body=item[1]))
-            except Exception as exc:
-                ok, said.words = False, [*said.words, f"{type(exc).__name__}: {exc}"]
-            finally:
-                _CAPTURE.local.said = None
-            why = "" if ok else self._mask("; ".join(said.words) or "the service did not accept it", secrets)
-            self._on_result(self.label, ok, why)
+                more = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if more is None:
+                stop = True
+                break
+            items.append(more)
+        if len(items) == 1:
+            return first, stop
+        return (f"{len(items)} notifications from panewatch", "\n".join(f"{t}: {b}" for t, b in items)), stop
+
+    def _deliver(self, notifier: Any, item: tuple[str, str], secrets: list[str]) -> None:
+        said = _Said([])
+        _CAPTURE.local.said = said
+        try:
+            ok = bool(notifier.notify(title=item[0], body=item[1]))
+        except Exception as exc:
+            ok, said.words = False, [*said.words, f"{type(exc).__name__}: {exc}"]
+        finally:
+            _CAPTURE.local.said = None
+        why = "" if ok else self._mask("; ".join(said.words) or "the service did not accept it", secrets)
+        self._on_result(self.label, ok, why)
 
 
 class Pusher:
