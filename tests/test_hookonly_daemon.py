@@ -76,6 +76,8 @@ def test_a_hook_only_agent_through_the_daemon(tmp_path: Path, monkeypatch: pytes
                 sent["message"], sent
             refused = cli("send", str(card["id"]), "hello")
             assert refused.returncode != 0 and "hooks only" in refused.stderr and "WezTerm pane 4" in refused.stderr
+            refused = cli("kill", str(card["id"]))  # not panewatch's to end
+            assert refused.returncode != 0 and "you started in WezTerm pane 4" in refused.stderr, refused
             (tmp_path / "go-2").touch()
             wait_for(lambda: (c := hook_cards()) and c[0]["state"] == "idle", "idle after Stop")
             stats = json.loads(cli("stats", "--json", check=True).stdout)

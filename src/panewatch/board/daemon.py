@@ -52,7 +52,7 @@ from aiohttp import WSCloseCode, web
 import panewatch
 from panewatch.board import ops
 from panewatch.board.client import runtime_file, socket_path
-from panewatch.board.hookonly import HookOnlyBoard
+from panewatch.board.hookonly import HookOnlyBoard, HookOnlyPane
 from panewatch.board.ids import PaneIds, card_key
 from panewatch.board.limits import ConnectionGate, Limits
 from panewatch.board.model import Card, bad_request
@@ -513,6 +513,9 @@ class Daemon:
         if handle.card.get("state") != "exited":
             if not kill:
                 raise RemoteError("running", f"pane {pane_id} is still running")
+            if isinstance(handle, HookOnlyPane):
+                raise RemoteError("not_owned", f"pane {pane_id} is an agent you started in {handle.where}: end it "
+                                               "there")
             if not isinstance(handle, LocalPane):
                 raise RemoteError("not_owned", f"pane {pane_id} runs under `panewatch run` in another "
                                                "terminal: end it there")
