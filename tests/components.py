@@ -83,7 +83,7 @@ def _ssh() -> str | None:
 
 
 def _desktop() -> str | None:
-    missing = [name for name in ("Xvfb", "kitty", "dbus-daemon") if shutil.which(name) is None]
+    missing = [name for name in ("Xvfb", "kitty", "dbus-daemon", "dbus-send") if shutil.which(name) is None]
     return f"{', '.join(missing)} not found" if missing else None
 
 

@@ -6,6 +6,7 @@ the bus the failure is said once and the caller never waits."""
 from __future__ import annotations
 
 import logging
+import subprocess
 import time
 
 import pytest
@@ -55,7 +56,18 @@ def test_no_notification_server_is_said_once(caplog: pytest.LogCaptureFixture, m
             for pane in ("a", "b"):
                 assert notify.on_change(pane, "codex", "working", "blocked", "Allow?") == ["desktop"]
             wait_until(lambda: notify.failures["desktop"] == 2, 30, "both tries failed")
+            # every D-Bus link it made is closed (two first sends at once each made one, and one stayed connected)
+            wait_until(lambda: connections(address) == 0, 10, "no connection of ours left on the bus")
         finally:
             notify.close()
     said = [r for r in caplog.records if r.name == "panewatch.runtime.notify" and r.levelno >= logging.WARNING]
     assert len(said) == 1 and "desktop failed" in said[0].getMessage()
+
+
+def connections(address: str) -> int:
+    """Clients connected to the bus besides the one asking (their unique names, ':1.N')."""
+    out = subprocess.run(["dbus-send", f"--bus={address}", "--print-reply", "--dest=org.freedesktop.DBus",
+                          "/org/freedesktop/DBus", "org.freedesktop.DBus.ListNames"], capture_output=True, text=True,
+                         timeout=10)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.count('string ":') - 1
