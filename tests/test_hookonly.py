@@ -263,3 +263,31 @@ def test_a_terminal_opened_after_the_first_look_is_named(tmp_path: Path) -> None
         first.close()
         if later is not None:
             later.close()
+
+
+def test_a_pane_watched_by_its_screen_later_takes_the_agent_over(tmp_path: Path, installed: dict[str, str]) -> None:
+    """The agent's first hook came before its pane was watched (a tmux server the daemon finds up to SCAN seconds
+    later): a hook-only card at first; once a watched pane has its tty, that card leaves and its last report goes to
+    the pane's card. One card per agent."""
+    argv = agent_steps(tmp_path, installed, [("PermissionRequest", {"tool_name": "Bash"})])
+    got: list[Report] = []
+
+    async def main() -> None:
+        hub = Hub()
+        watched: list[str] = []
+        board = HookOnlyBoard(hub, ManifestWatcher(), screen_pane=lambda tty: got.append if tty in watched else None)
+        await board.start()
+        agent = PtySession(argv, env=hook_env(), cwd=str(tmp_path))
+        try:
+            (tmp_path / "go-0").touch()
+            await until(lambda: bool(hub.panes), 10, "the hook-only card")
+            assert only_card(hub)["state"] == "blocked" and not got
+            watched.append(only_card(hub)["tty"])  # its tmux server is watched now
+            await until(lambda: not hub.panes, 5, "the hook-only card handed over")
+            assert got and got[0].state == "blocked" and got[0].detail == "PermissionRequest Bash"
+            assert board.counts["handed_over"] == 1 and not board.handles
+        finally:
+            agent.close()
+            await board.close()
+
+    asyncio.run(asyncio.wait_for(main(), 60))

@@ -5,9 +5,10 @@ Code tab), known from the hooks `panewatch hooks install` put in their own setti
                    per-user secret, the hook's pid checked against the kernel's word). Each report names its
                    agent by walking up from the hook (runtime/agentproc.py `find_agent`: pid, start time, tty,
                    cwd). An agent whose tty is a pane watched by its screen (a tmux pane whose hook had no
-                   `$TMUX`) lands on that pane's card, as a report: one card per agent, never two. Every other
-                   agent is one HookOnlyPane, by (pid, start time). Each agent's process is looked at every
-                   EXIT_CHECK seconds: `exited` within a second of it ending.
+                   `$TMUX`, or whose server the daemon found after the agent's first hook: the hook-only card
+                   is then handed over) lands on that pane's card, as a report: one card per agent, never two.
+                   Every other agent is one HookOnlyPane, by (pid, start time). Each agent's process is looked
+                   at every EXIT_CHECK seconds: `exited` within a second of it ending.
     HookOnlyPane   the card (origin "hooks": `pid`, `tty`, `cwd`, `terminal`, `where`, `session`), its state from
                    core/hookpane.py (reports in hook order, `exited` when the process ends); no screen, so no
                    input (NoScreenError says where to go), and `goto` asks the terminal to show it where it can
@@ -58,6 +59,7 @@ class HookOnlyPane:
         self.cwd = agent.cwd or first.cwd
         self.machine = HookPane(time.time())
         self.about = ""  # what the tool call the agent asks about does (a command, a file)
+        self.last: Report | None = None  # the last report applied (handed to a screen-watched pane that takes over)
         self.card: Card = self._card()
 
     @property
@@ -71,7 +73,10 @@ class HookOnlyPane:
     def report(self, report: AgentReport) -> None:
         before = self.card
         self.session = report.session or self.session
+        reports = self.machine.reports
         changed = self.machine.report(report.report.state, report.hook_time, report.report.detail, time.time())
+        if self.machine.reports > reports:  # applied (not stale)
+            self.last = report.report
         if changed is not None and changed.state == "blocked":
             self.about = report.tool_input
         self.card = self._card()
@@ -199,13 +204,28 @@ class HookOnlyBoard:
     async def _watch_exits(self) -> None:
         while True:
             await asyncio.sleep(EXIT_CHECK)
-            for key, handle in list(self.handles.items()):
-                try:
-                    handle.check_exit()
-                except Exception:  # a sweep never dies on one pane
-                    log.exception("hook-only pane %s: exit check failed", handle.id)
-                if handle.ended:
+            await self.sweep()
+
+    async def sweep(self) -> None:
+        """Each hook-only agent: exited when its process ended; handed over when a pane watched by its screen has
+        its tty now (a tmux server the daemon found after the agent's first hook: SCAN seconds later), so the agent
+        is one card again: the hook-only card leaves, its last report goes to the screen's card."""
+        for key, handle in list(self.handles.items()):
+            try:
+                handle.check_exit()
+                sink = self.screen_pane(handle.agent.tty) if handle.agent.tty and not handle.ended else None
+                if sink is not None:
                     del self.handles[key]
+                    if handle.last is not None:
+                        sink(handle.last)
+                    self.counts["handed_over"] += 1
+                    log.info("hook-only pane %s: its tty is a watched pane's now: one card", handle.id)
+                    await self.hub.remove(handle.id)
+                    continue
+            except Exception:  # a sweep never dies on one pane
+                log.exception("hook-only pane %s: check failed", handle.id)
+            if handle.ended:
+                del self.handles[key]
 
     async def close(self) -> None:
         if self._task is not None:
