@@ -52,6 +52,7 @@ from aiohttp import WSCloseCode, web
 import panewatch
 from panewatch.board import ops
 from panewatch.board.client import runtime_file, socket_path
+from panewatch.board.hookonly import HookOnlyBoard, HookOnlyPane
 from panewatch.board.ids import PaneIds, card_key
 from panewatch.board.limits import ConnectionGate, Limits
 from panewatch.board.model import Card, bad_request
@@ -67,7 +68,7 @@ from panewatch.board.watchdog import Watchdog
 from panewatch.board.web import make_app
 from panewatch.core.combine import Report
 from panewatch.errors import PanewatchError
-from panewatch.runtime import paths
+from panewatch.runtime import paths, system
 from panewatch.runtime.hooks import PaneHooks, remove_stale_sockets
 from panewatch.runtime.live import LivePane, ManifestWatcher
 from panewatch.runtime.settings import load_settings, settings_path
@@ -123,6 +124,8 @@ class Daemon:
         self.remote = RemoteBoard(self.hub, self.watcher, settings.remotes, attach_hooks=hooks)  # [[remote]]
         self.tmux.watched_hosts = frozenset(name for r in settings.remotes for name in (r.host, r.label))
         self.views = Views(self.hub, self.tmux)  # what a view pane shows; who looks at a pane
+        # agents started by hand outside watched panes, known by their installed hooks (board/hookonly.py)
+        self.hookonly = HookOnlyBoard(self.hub, self.watcher, screen_pane=self._screen_pane)
         self.watchdog = Watchdog()  # ends the headless panes' sessions if we die, even by kill -9
         self.access: Access | None = None
         self._lock_fd: int | None = None
@@ -153,6 +156,7 @@ class Daemon:
             self._say_backends()
             await self.tmux.start()  # before the socket: the first `ls` already sees the tmux panes
             await self.remote.start()  # each host in its own task: none delays the start or another host
+            await self.hookonly.start()
             await self._start_socket()
             write_secret(runtime_file("board.json"), json.dumps(
                 {"pid": self.pid, "url": self.base_url, "host": self.host, "port": self.port}))
@@ -211,6 +215,7 @@ class Daemon:
 
     async def _start_socket(self) -> None:
         path = socket_path()
+        system.check_socket_path(str(path))  # a clear error on a runtime dir too deep for sun_path (104 on macOS)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # stale: we hold the lock, so no live daemon owns it
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -265,6 +270,7 @@ class Daemon:
                 socket_path().unlink()
         for conn in list(self.connections):
             await conn.peer.close()
+        await self.hookonly.close()
         await self.tmux.close()
         await self.remote.close()
         await self.hub.close()
@@ -482,6 +488,13 @@ class Daemon:
             else:
                 log.warning("notifications: %s cannot deliver: %s", name, how)
 
+    def _screen_pane(self, tty: str) -> Callable[[Report], None] | None:
+        """The report sink of a tmux pane watched by its screen whose tty is `tty` (an agent's hooks land there)."""
+        for handle in self.tmux.handles.values():
+            if not handle.ended and handle.pane.info.tty == tty:
+                return handle.pane.report
+        return None
+
     def _on_report(self, pane_id: str, report: Report) -> None:
         handle = self.hub.panes.get(pane_id)
         if isinstance(handle, LocalPane | TmuxHandle):
@@ -501,6 +514,9 @@ class Daemon:
         if handle.card.get("state") != "exited":
             if not kill:
                 raise RemoteError("running", f"pane {pane_id} is still running")
+            if isinstance(handle, HookOnlyPane):
+                raise RemoteError("not_owned", f"pane {pane_id} is an agent you started in {handle.where}: end it "
+                                               "there")
             if not isinstance(handle, LocalPane):
                 raise RemoteError("not_owned", f"pane {pane_id} runs under `panewatch run` in another "
                                                "terminal: end it there")

@@ -84,7 +84,10 @@ def prompt_lines(prompt: dict[str, Any] | None, indent: str = "    ") -> list[st
     if prompt.get("body"):
         lines.append(f"{indent}  {prompt['body'][:200]}")
     lines += [f"{indent}  {o['number']}. {o['label']}" for o in prompt.get("options", [])]
-    lines.append(f"{indent}  fingerprint {prompt.get('fingerprint')}")
+    if prompt.get("fingerprint"):
+        lines.append(f"{indent}  fingerprint {prompt.get('fingerprint')}")
+    else:  # a hook-only pane (board/hookonly.py): no screen, no options, nothing to answer from here
+        lines.append(f"{indent}  (known from its hooks only: answer it where it runs)")
     return lines
 
 
@@ -171,7 +174,10 @@ def _table(cards: list[Card]) -> None:
 
 
 def _where(card: Card) -> str:
-    """Where the pane is: its tmux target and window, else its working directory."""
+    """Where the pane is: its tmux target and window, else (a hook-only pane) its terminal, tty and directory, else
+    its working directory."""
+    if card.get("where"):
+        return str(card["where"])
     target = str(card.get("target") or "")
     window = str(card.get("window") or "")
     cwd = _short_path(str(card.get("cwd") or ""))
