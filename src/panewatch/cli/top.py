@@ -34,6 +34,11 @@ def cmd_top(ns: argparse.Namespace) -> int:
     from panewatch.board.goto import inside_tmux
     from panewatch.tui.app import TopApp
 
+    # COLUMNS/LINES in the environment (a tmux server keeps the ones of whoever started it, and gives them to
+    # every popup) would pin Textual to that size (shutil.get_terminal_size reads them first): the terminal's own.
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+
     app = TopApp(popup=ns.popup, inside=inside_tmux(), client=ns.client, autostart=ns.autostart)
     code = app.run()
     if app.message and code:
