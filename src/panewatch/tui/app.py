@@ -46,6 +46,7 @@ TICK = 1.0  # seconds: the "for how long" column moves on
 PREVIEW_EVERY = 0.1  # seconds: the preview redrawn at most this often while its pane writes
 PREVIEW_SWITCH = 0.15  # seconds the selection rests on a pane before its screen stream is opened
 RESERVED = frozenset("jkbgGqrO")  # keys of the view itself: never an option's letter
+PLAIN = Style()  # a segment's style is never None (Textual's NO_COLOR filter reads it)
 
 
 class PaneList(ScrollView, can_focus=True):
@@ -96,16 +97,16 @@ class PaneList(ScrollView, can_focus=True):
         index = int(self.scroll_offset.y) + y
         if not self.rows:
             return Strip([Segment(R.plain(self.empty) if y == 0 else "", self.get_component_rich_style(
-                "panelist--dim"))]).extend_cell_length(width)
+                "panelist--dim"))]).extend_cell_length(width, PLAIN).crop(0, width)
         if index >= len(self.rows):
-            return Strip.blank(width)
+            return Strip.blank(width, PLAIN)
         card = self.rows[index]
         chosen = str(card.get("id")) == self.selected
-        segments = [Segment("▶" if chosen else " ")]
+        segments = [Segment("▶" if chosen else " ", PLAIN)]
         for cell in R.cells(card, max(1, width - 1), time.time()):
-            style = self.get_component_rich_style(f"panelist--{cell.style}") if cell.style else Style()
+            style = self.get_component_rich_style(f"panelist--{cell.style}") if cell.style else PLAIN
             segments.append(Segment(cell.text, style))
-        strip = Strip(segments).extend_cell_length(width).crop(0, width)
+        strip = Strip(segments).extend_cell_length(width, PLAIN).crop(0, width)
         if chosen:
             strip = strip.apply_style(self.get_component_rich_style("panelist--cursor"))
         return strip
@@ -159,7 +160,9 @@ class TopApp(App[int]):
 
     def __init__(self, *, popup: bool = False, inside: str | None = None, client: str | None = None,
                  autostart: bool = True) -> None:
-        super().__init__()
+        # NO_COLOR (no-color.org): no colour at all, not Textual's grey shades of it; states read by their mark
+        # and word, the selection by ▶ and reverse video
+        super().__init__(ansi_color=True if os.environ.get("NO_COLOR") is not None else None)
         self.popup = popup
         self.inside = inside  # the tmux server we run in ($TMUX's socket): Enter switches the user's client
         self.client = client  # the tmux client to switch (-c), when said
@@ -263,7 +266,7 @@ class TopApp(App[int]):
         if pane_list.selected is not None and pane_list.index is None:
             gone = pane_list.selected
             pane_list.selected = None
-            if gone not in self.cards:
+            if gone not in self.cards and not self.message.startswith(f"pane {gone} went away"):
                 self.say(f"pane {gone} is gone")
             if rows:
                 pane_list.selected = str(rows[min(before or 0, len(rows) - 1)]["id"])
