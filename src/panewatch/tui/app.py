@@ -71,15 +71,36 @@ class PaneList(ScrollView, can_focus=True):
         self.rows: list[Card] = []
         self.selected: str | None = None
         self.empty = "waiting for the daemon"
+        self._at: dict[str, int] = {}  # pane id -> its row
+        self._drawn: dict[int, tuple[bool, tuple[R.Cell, ...]] | None] = {}  # row -> what its line shows
+        self.lines_drawn = 0  # lines rendered (the bench, tests)
 
     def show(self, rows: list[Card]) -> None:
         self.rows = rows
+        self._at = {str(card.get("id")): i for i, card in enumerate(rows)}
         self.virtual_size = Size(self.size.width, len(rows))
-        self.refresh()
+        self.redraw_changed()
+
+    def redraw_changed(self) -> None:
+        """Redraw the visible lines whose content changed (a row moved, a state, the time in it): at a thousand
+        panes changing, a frame costs the lines that changed, not the screen."""
+        width = max(1, self.scrollable_content_region.width - 1)
+        top = int(self.scroll_offset.y)
+        now = time.time()
+        drawn: dict[int, tuple[bool, tuple[R.Cell, ...]] | None] = {}
+        for index in range(top, top + max(1, self.scrollable_content_region.height)):
+            card = self.rows[index] if index < len(self.rows) else None
+            drawn[index] = None if card is None else (str(card.get("id")) == self.selected,
+                                                     tuple(R.cells(card, width, now)))
+            if self._drawn.get(index, ()) != drawn[index]:
+                self.refresh_line(index)
+        if not self.rows:
+            self.refresh()
+        self._drawn = drawn
 
     @property
     def index(self) -> int | None:
-        return next((i for i, c in enumerate(self.rows) if str(c.get("id")) == self.selected), None)
+        return None if self.selected is None else self._at.get(self.selected)
 
     def keep_visible(self) -> None:
         index = self.index
@@ -93,6 +114,7 @@ class PaneList(ScrollView, can_focus=True):
             self.scroll_to(y=index - height + 1, animate=False)
 
     def render_line(self, y: int) -> Strip:
+        self.lines_drawn += 1
         width = self.scrollable_content_region.width
         index = int(self.scroll_offset.y) + y
         if not self.rows:
@@ -103,7 +125,9 @@ class PaneList(ScrollView, can_focus=True):
         card = self.rows[index]
         chosen = str(card.get("id")) == self.selected
         segments = [Segment("▶" if chosen else " ", PLAIN)]
-        for cell in R.cells(card, max(1, width - 1), time.time()):
+        drawn = self._drawn.get(index)  # the cells redraw_changed just made, when it asked for this line
+        cells = drawn[1] if drawn is not None and drawn[0] == chosen else R.cells(card, max(1, width - 1), time.time())
+        for cell in cells:
             style = self.get_component_rich_style(f"panelist--{cell.style}") if cell.style else PLAIN
             segments.append(Segment(cell.text, style))
         strip = Strip(segments).extend_cell_length(width, PLAIN).crop(0, width)
@@ -113,6 +137,7 @@ class PaneList(ScrollView, can_focus=True):
 
     def on_resize(self, event: events.Resize) -> None:
         self.virtual_size = Size(event.size.width, len(self.rows))
+        self._drawn = {}
 
 
 class FilterInput(Input):
@@ -179,7 +204,7 @@ class TopApp(App[int]):
         self._preview_timer: Any = None
         self._preview_due = False
         self._confirming: ConfirmAnswer | None = None
-        self.frames = 0  # list repaints asked for (the bench)
+        self._shown: dict[str, Text] = {}  # what each Static shows: updated only when it changes
 
     # -- layout ------------------------------------------------------------------------------------
 
@@ -272,17 +297,24 @@ class TopApp(App[int]):
                 pane_list.selected = str(rows[min(before or 0, len(rows) - 1)]["id"])
         elif pane_list.selected is None and rows:
             pane_list.selected = str(rows[0]["id"])
-        self.frames += 1
         self._header()
         self._selection_changed()
 
     def _header(self) -> None:
         shown = f"   filter: {self.filter_text}" if self.filter_text else ""
-        self.query_one("#header", Static).update(Text(f"panewatch · {R.summary(self.cards.values())}{shown}"))
+        self._update("header", Text(f"panewatch · {R.summary(self.cards.values())}{shown}"), layout=False)
 
     def _tick(self) -> None:
-        self.pane_list.refresh()  # the "for how long" column
+        self.pane_list.redraw_changed()  # the "for how long" column
         self._detail()
+
+    def _update(self, widget_id: str, text: Text, layout: bool = True) -> None:
+        """A Static's new content, if it is new (an update may lay the screen out again: `layout` False for a
+        widget whose size its content does not change)."""
+        if self._shown.get(widget_id) == text:
+            return
+        self._shown[widget_id] = text
+        self.query_one(f"#{widget_id}", Static).update(text, layout=layout)
 
     # -- the selection -------------------------------------------------------------------------------
 
@@ -296,8 +328,7 @@ class TopApp(App[int]):
             return
         self.pane_list.selected = pane_id
         self.pane_list.keep_visible()
-        self.pane_list.refresh()
-        self.frames += 1
+        self.pane_list.redraw_changed()
         self._selection_changed()
 
     def _selection_changed(self) -> None:
@@ -318,7 +349,7 @@ class TopApp(App[int]):
         card = self.selected_card
         preview_widget = self.query_one("#preview", Static)
         if card is None or card.get("state") == "exited" or not preview_widget.display:
-            preview_widget.update("")
+            self._update("preview", Text(), layout=False)
             return
         self.preview = Preview(str(card["id"]), self._preview_changed)
         await self.preview.start(int(card.get("cols") or 80), int(card.get("rows") or 24))
@@ -336,7 +367,7 @@ class TopApp(App[int]):
         if preview is None:
             return
         if preview.error:
-            widget.update(Text(R.plain(preview.error)))
+            self._update("preview", Text(R.plain(preview.error)), layout=False)
             return
         snapshot = preview.snapshot()
         if snapshot is None:
@@ -345,13 +376,13 @@ class TopApp(App[int]):
         while lines and not lines[-1].strip():
             lines.pop()
         height = max(1, widget.content_region.height or widget.size.height)
-        widget.update(Text("\n".join(R.plain(line) for line in lines[-height:]), no_wrap=True, overflow="crop"))
+        self._update("preview", Text("\n".join(R.plain(line) for line in lines[-height:]), no_wrap=True,
+                                     overflow="crop"), layout=False)
 
     def _detail(self) -> None:
         card = self.selected_card
-        widget = self.query_one("#detail", Static)
         if card is None:
-            widget.update("")
+            self._update("detail", Text())
             return
         text = Text()
         state = str(card.get("state"))
@@ -378,7 +409,7 @@ class TopApp(App[int]):
         answer = card.get("answer")
         if isinstance(answer, dict):
             text.append("\n" + R.plain(f"last answer {answer.get('option')}: {answer.get('outcome')}"), style="italic")
-        widget.update(text)
+        self._update("detail", text)
 
     # -- keys ----------------------------------------------------------------------------------------
 
@@ -536,7 +567,7 @@ class TopApp(App[int]):
     def say(self, message: str) -> None:
         self.message = message
         keys = "j/k · b blocked · ⏎ go · 1-9 answer · / filter · r wrong · ? help · q quit"
-        self.query_one("#status", Static).update(Text(message or keys))
+        self._update("status", Text(message or keys))
 
 
 async def _run(argv: tuple[str, ...], env: dict[str, str]) -> str:

@@ -25,7 +25,8 @@ ORDER = ("blocked", "unreachable", "working", "idle", "exited")
 def plain(text: object) -> str:
     """A pane's title, a session's name or an agent's words as one inert line: no control characters (they would
     move the cursor or recolour the terminal), no newline."""
-    return "".join(ch if ch.isprintable() else "?" for ch in str(text))
+    text = str(text)
+    return text if text.isprintable() else "".join(ch if ch.isprintable() else "?" for ch in text)
 
 
 def short_path(path: str, home: str | None = None) -> str:
