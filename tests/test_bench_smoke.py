@@ -82,3 +82,13 @@ def test_the_tmux_benchmark_scores_both_watchers_and_splits_their_latency() -> N
         assert abs(sum(phase.after_output) + sum(phase.before_output) - sum(phase.latencies)) < 1e-6
     table = bench_tmux.report(rows)
     assert table.count("\n| 3 |") == 4 and "| before the read | after the read |" in table
+
+
+def test_the_top_bench_measures_the_view_through_a_real_daemon() -> None:
+    import json
+
+    from panewatch.lab.bench import top
+
+    result = json.loads(top.run(panes=20, seconds=3.0, size="80x24", as_json=True))
+    assert result["panes"] == 20 and result["changes"] > 0 and result["view_cpu"] > 0
+    assert len(result["keys"]) >= 3 and result["missed_keys"] == 0  # every key moved the selection on screen

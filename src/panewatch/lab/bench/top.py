@@ -253,6 +253,8 @@ async def _bench(panes: int, seconds: float, seed: int, size: tuple[int, int], r
         except subprocess.TimeoutExpired:
             daemon.kill()
             daemon.wait(5)
+        if daemon.stdout is not None:
+            daemon.stdout.close()
 
 
 def run(panes: int = 1000, seconds: float = 30.0, seed: int = 7, size: str = "120x40", as_json: bool = False) -> str:
