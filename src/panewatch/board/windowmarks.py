@@ -11,17 +11,25 @@ board/tmux.py's). Remote hosts' windows are not marked (their tmux is theirs).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from panewatch.board.model import stands_for_agent
+from panewatch.board.model import Card, stands_for_agent
 from panewatch.core.states import urgency
 from panewatch.core.tmux_protocol import command
 
-if TYPE_CHECKING:
-    from panewatch.board.tmux import TmuxHandle
-
 OPTION = "@panewatch_window_state"
 Window = tuple[object, str]  # (the tmux server, its window id "@3")
+
+
+class TmuxHandle(Protocol):
+    """What a window's mark needs of a tmux pane's card (board/tmux.py's TmuxHandle, which imports this module)."""
+
+    server: Any
+    pane: Any  # its `info.window_id`, and its control client (`client.send`)
+    card: Card
+
+    @property
+    def ended(self) -> bool: ...
 
 
 class WindowMarks:
