@@ -361,3 +361,41 @@ def test_a_row_fits_its_width_and_hostile_text_is_inert() -> None:
     assert "claude 2.2.0*" in "".join(c.text for c in R.cells(hostile, 120, now=66))  # the unverified mark
     wide = a_card("10", "idle", 0, name="名前がとても長いエージェント")
     assert all(sum(c.width for c in R.cells(wide, w, now=1)) == w for w in (40, 80))
+
+
+def test_the_daemon_going_away_and_coming_back(tmp_path: Path) -> None:
+    from boardutil import start_serve
+
+    first = start_serve()
+    second: ServeProcess | None = None
+    try:
+        pane = new_agent(tmp_path / "stay.log", "stay")
+
+        async def scenario() -> None:
+            nonlocal second
+            app = TopApp(autostart=False)
+            async with app.run_test(size=(100, 30)) as pilot:
+                await until(pilot, lambda: names(app) == ["stay"], "the pane listed")
+                await asyncio.to_thread(first.stop)
+                await until(pilot, lambda: app.message.startswith("the panewatch daemon went away"), "said")
+                second = await asyncio.to_thread(start_serve)
+                await until(pilot, lambda: app.message == "the daemon is back", f"found again {app.message}", 20)
+                assert pane not in app.cards  # a new daemon: its own panes (the headless one ended with the first)
+
+        run(scenario)
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+
+
+def test_top_starts_the_daemon_when_none_runs() -> None:
+    try:
+        with PtyAgent([sys.executable, "-m", "panewatch", "top"], env=terminal_env(), cols=80, rows=24) as term:
+            assert term.wait_for("panewatch · no agents", 30), term.text()
+            assert term.wait_for("no panes (start one", 10), term.text()
+            term.write(b"q")
+            wait_for(lambda: not term.alive, "q quits")
+        assert cli("ls").returncode == 0  # the daemon it started is there
+    finally:
+        cli("serve", "--stop")

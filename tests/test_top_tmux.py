@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from boardutil import cli, start_serve, wait_for
+from boardutil import cli, new_agent, start_serve, wait_for
 from panewatch.testing.drive import PtyAgent
 from test_day import by_pane, pane_of
 from tmuxutil import DIALOG, Tmux, agent_cmd
@@ -150,5 +150,23 @@ def test_tmux_next_walks_the_blocked_panes_and_says_when_there_is_none(tmux: Tmu
         user.write(b"\x02N")
         wait_for(lambda: "no pane is blocked" in user.text(), "tmux's message line says so", 10)
         assert where_clients_are(tmux) == [f"agents A {a}"]  # nobody moved
+    finally:
+        serve.stop()
+
+
+def test_from_the_popup_a_pane_tmux_does_not_hold_opens_in_a_window_of_its_own(tmux: Tmux, user: PtyAgent,
+                                                                               tmp_path: Path) -> None:
+    configured(tmux, tmp_path)
+    serve = start_serve()
+    try:
+        new_agent(tmp_path / "headless.log", "headless")  # a pane the daemon holds (no tmux pane to switch to)
+        user.write(b"\x02P")
+        wait_for(lambda: "panewatch · ○ 1 idle" in user.text(), "the popup lists it", 20)
+        user.write(b"\r")
+        wait_for(lambda: [c.split(" ")[:2] for c in where_clients_are(tmux)] == [["work", "panewatch"]],
+                 "the client in a new window", 10)
+        wait_for(lambda: "Claude Code v2.1.332" in user.text() and not popup_open(user), "the pane streamed there")
+        user.write(b"\x1c")  # Ctrl-\ detaches: the window's command ends, the window with it
+        wait_for(lambda: [c.split(" ")[:2] for c in where_clients_are(tmux)] == [["work", "home"]], "back", 10)
     finally:
         serve.stop()

@@ -259,9 +259,10 @@ class TopApp(App[int]):
         notes.update(Text("\n".join(self.notes)))
         notes.display = bool(self.notes)
         self.pane_list.empty = "no panes (start one with `panewatch run -- CMD`, or in any tmux pane)"
-        if self.message.startswith("the panewatch daemon went away"):
-            self.say("the daemon is back")
+        back = self.message.startswith("the panewatch daemon went away")
         self._arrange()
+        if back:
+            self.say("the daemon is back")
 
     def _on_lost(self, why: str) -> None:
         self.say(why)
