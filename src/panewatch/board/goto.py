@@ -24,10 +24,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from panewatch.board.model import Card
 from panewatch.board.rpc import RemoteError
 from panewatch.runtime.tmux import TmuxServer
 
+Card = dict[str, Any]  # board/model.py's card (not imported: `tmux next` is a key binding, and that pulls the core in)
 How = Literal["switch", "attach", "stream", "say"]
 Ask = Callable[..., Awaitable[dict[str, Any]]]  # a request to the daemon: `await ask(op, **params)`
 HELD = frozenset({"headless", "run"})  # panes panewatch itself holds: their screen streams through the daemon

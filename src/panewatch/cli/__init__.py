@@ -21,6 +21,10 @@ def main(argv: list[str] | None = None) -> int:
         from panewatch.runtime.tmux_status import main as status_main
 
         return status_main(args[2:])
+    if args[:2] == ["tmux", "next"]:  # a key binding: only what it needs is imported
+        from panewatch.cli.tmuxnext import main as next_main
+
+        return next_main(args[2:])
     return _full_main(args)
 
 

@@ -12,16 +12,27 @@ tmux it prints. It exits 0 whenever it said what happened: a binding would show 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import subprocess
 import sys
+from typing import Any
 
 from panewatch.board import client, goto
 from panewatch.board.client import DaemonNotRunning
-from panewatch.board.model import Card, stands_for_agent
 from panewatch.board.rpc import RemoteError
 from panewatch.runtime.tmux import TmuxServer
-from panewatch.tui.rows import arrange
+from panewatch.runtime.tmux_status import NOT_AGENT
+
+Card = dict[str, Any]
+
+
+def main(argv: list[str]) -> int:
+    """`panewatch tmux next [--client NAME]`, dispatched early (cli/__init__.py): a key binding waits on it."""
+    parser = argparse.ArgumentParser(prog="panewatch tmux next",
+                                     description="switch this tmux client to the next blocked pane")
+    parser.add_argument("--client", metavar="NAME", help="the tmux client to switch (`#{client_name}`)")
+    return next_blocked(parser.parse_args(argv).client)
 
 
 def next_blocked(client_name: str | None) -> int:
@@ -33,7 +44,10 @@ def next_blocked(client_name: str | None) -> int:
                                          "starts one)")
     except RemoteError as exc:
         return _say(inside, client_name, f"panewatch: {exc}")
-    blocked = [c for c in arrange(cards) if c.get("state") == "blocked" and stands_for_agent(c)]
+    # the daemon lists its cards in the one order (board/model.py sort_key): blocked first, the longest wait first;
+    # an agent's card is one that is no view nor other program (board/model.py stands_for_agent, as tmux status)
+    blocked = [c for c in cards if c.get("state") == "blocked" and c.get("kind") not in NOT_AGENT
+               and not c.get("demo")]
     if inside is None:
         if not blocked:
             print("no pane is blocked")
