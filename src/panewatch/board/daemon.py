@@ -17,6 +17,8 @@ Unix-socket operations (JSON lines, see rpc.py), params → result:
                                                   (pane_busy); requests queue per pane (guard.py)
     answer   {pane, option, fingerprint}         → {option, cleared, state, prompt_after}
     prompt   {pane}                             → {card} (its prompt, if blocked)
+    subscribe                                   → {cards, hosts, notes}; then notifications "cards" {cards, gone}:
+                                                  every card change, gathered (board/subscribe.py; `panewatch top`)
     attach   {pane}                             → {card}; then notifications "screen" {data, repaint}
                                                   and "card" {card}; the client sends "keys" {data}
                                                   and "detach"
@@ -61,6 +63,7 @@ from panewatch.board.panes import Hub, LocalPane, RemotePane
 from panewatch.board.remote import RemoteBoard
 from panewatch.board.rpc import MAX_LINE, Peer, RemoteError
 from panewatch.board.security import LOGIN_TTL, Access, cookie_key, is_loopback, write_launcher, write_secret
+from panewatch.board.subscribe import CardFeed
 from panewatch.board.tmux import TmuxBoard, TmuxHandle
 from panewatch.board.views import Views
 from panewatch.board.waits import BoardWaits
@@ -391,7 +394,12 @@ class Daemon:
         async def attach(msg: dict[str, Any]) -> dict[str, Any]:
             return self._attach(conn, ops.pane(self, msg).id)
 
-        return await ops.call(self, op, msg, web=False, local={"register": register, "attach": attach})
+        async def subscribe(msg: dict[str, Any]) -> dict[str, Any]:
+            conn.cleanups.append(CardFeed(self.hub, conn.peer).start())
+            return {"cards": self.hub.cards(), "hosts": self.hosts(), "notes": self.notes()}
+
+        return await ops.call(self, op, msg, web=False,
+                              local={"register": register, "attach": attach, "subscribe": subscribe})
 
     def notes(self) -> list[str]:
         """What is not watched, for `ls` and the board's banner: tmux servers and sessions not watched, and why.
