@@ -8,8 +8,10 @@
             the shared connection: the daemon's `attach_command` (board/tmux.py) says which.
     stream  a pane panewatch holds itself (headless, or a `run` outside the user's tmux): this terminal becomes the
             pane until the detach key (`panewatch attach --stream`, board/attach.py).
-    say     a pane nothing here can show (a `run` or headless pane that exited, a pane known only by its hooks):
-            where it is, in words (its tmux target, tty, directory).
+    say     a pane nothing here can show (a `run` or headless pane that exited): where it is, in words (its tmux
+            target, tty, directory); a pane known only by its hooks is first brought to the front in its own
+            terminal where that terminal allows (the daemon's `goto`: kitty, WezTerm, iTerm2, Terminal.app), and
+            the words say so, or where it is.
 
 A tmux pane is named by tmux's own id (`%3`), never by a name the user or an agent chose, so no name reaches
 a tmux command line. `client`: the tmux client to switch (`-c`, as `#{client_name}` names it); none: tmux's
@@ -91,6 +93,13 @@ async def route(card: Card, ask: Ask, *, inside: str | None = None, client: str 
         said = (f"{how.get('target') or target} is on another tmux server than the one you are in: attaching it "
                 "nested (its prefix key is the inner one)") if nested else ""
         return Route("attach", tuple(str(a) for a in how["argv"]), unset_tmux=nested, message=said, target=target)
+    if card.get("origin") == "hooks" and card.get("state") != "exited":  # an agent in a terminal of its own
+        try:
+            await ask("goto", pane=pane_id)  # its terminal brings it to the front where it can (runtime/goto.py)
+        except RemoteError as exc:
+            return Route("say", message=f"pane {pane_id}: {exc}", target=target)
+        return Route("say", message=f"pane {pane_id} is in front in its terminal ({card.get('where') or where(card)})",
+                     target=target)
     if card.get("origin") in HELD and card.get("state") != "exited":
         return Route("stream", stream_argv(pane_id), target=f"pane {pane_id}")
     if card.get("state") == "exited":
