@@ -82,6 +82,11 @@ def _ssh() -> str | None:
     return f"{', '.join(missing)} not found" if missing else None
 
 
+def _desktop() -> str | None:
+    missing = [name for name in ("Xvfb", "kitty", "dbus-daemon", "dbus-send") if shutil.which(name) is None]
+    return f"{', '.join(missing)} not found" if missing else None
+
+
 @dataclass(frozen=True)
 class Component:
     name: str
@@ -103,6 +108,8 @@ COMPONENTS = {c.name: c for c in (
     Component("tmux", f"tmux >= {'.'.join(map(str, TMUX_MIN))}", "apt-get install tmux", _tmux),
     Component("ssh", "OpenSSH's server and client (sshd, ssh, ssh-keygen)",
               "apt-get install openssh-server openssh-client", _ssh),
+    Component("desktop", "a desktop to test against: Xvfb, kitty (its remote control) and a D-Bus session bus",
+              "apt-get install xvfb kitty dbus", _desktop),
 )}
 
 

@@ -32,6 +32,8 @@ def _private_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PANEWATCH_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("PANEWATCH_BOARD", "off")  # no `run` in a test starts a board daemon unless it asks to
     monkeypatch.setenv("PANEWATCH_CACHE_DIR", str(tmp_path / "cache"))  # agents' `--version` answers
+    monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)  # no test notifies the developer's desktop
+    monkeypatch.delenv("PANEWATCH_NOTIFY_URLS", raising=False)  # nor their phone
     os.environ.pop("PANEWATCH_CORPUS", None)
 
 

@@ -105,3 +105,13 @@ def test_bench_day_runs_a_short_day_without_a_false_or_duplicate_needs_you(tmp_p
     assert (result["false"], result["duplicates"], result["missed"], result["stray_notifications"]) == (0, 0, 0, 0), \
         result
     assert result["answers"][0] == result["answers"][1] and result["sends"][0] == result["sends"][1], result
+
+
+def test_the_top_bench_measures_the_view_through_a_real_daemon() -> None:
+    import json
+
+    from panewatch.lab.bench import top
+
+    result = json.loads(top.run(panes=20, seconds=3.0, size="80x24", as_json=True))
+    assert result["panes"] == 20 and result["changes"] > 0 and result["view_cpu"] > 0
+    assert len(result["keys"]) >= 3 and result["missed_keys"] == 0  # every key moved the selection on screen

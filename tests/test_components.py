@@ -121,7 +121,7 @@ def test_nothing_skipped_is_said_too(tmp_path: Path) -> None:
 def test_an_unknown_name_in_panewatch_skip_is_a_usage_error(tmp_path: Path, skip: str) -> None:
     out = run(tmp_path, skip=skip)
     assert out.returncode == 4, out.stdout + out.stderr
-    assert "PANEWATCH_SKIP: unknown" in out.stderr and "(known: agents, browser, tmux, ssh)" in out.stderr
+    assert "PANEWATCH_SKIP: unknown" in out.stderr and "(known: agents, browser, tmux, ssh, desktop)" in out.stderr
 
 
 def test_an_unknown_component_in_a_marker_is_a_usage_error(tmp_path: Path) -> None:

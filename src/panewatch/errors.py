@@ -23,8 +23,11 @@
      │    │                                        yet, or tmux did not answer the check before the write
      │    ├── NotAnAgentError     not_an_agent     send()/answer() into a pane whose foreground is not an agent (a
      │    │                                        shell, a pager, a view of another pane: core/panekind.py); .what
-     │    └── NotSubmittedError   not_submitted    send(): the text was typed and Enter pressed, but the agent did
-     │                                             not start its turn within the bound; .line (its input row now)
+     │    ├── NotSubmittedError   not_submitted    send(): the text was typed and Enter pressed, but the agent did
+     │    │                                        not start its turn within the bound; .line (its input row now)
+     │    └── NoScreenError       no_screen        any input to a hook-only pane (an agent known by its installed
+     │                                             hooks alone, board/hookonly.py): panewatch has no screen of it
+     │                                             and no way in; .where (terminal, tty, cwd)
      ├── SettingsError (ValueError)           config.toml problems, each naming the file and key; .problems
      ├── ManifestError (ValueError)           core/manifest.py: an unusable manifest; .path, .problems
      ├── PatternError (ValueError)            core/pattern.py: a rule pattern RE2 cannot run with re's meaning
@@ -48,6 +51,10 @@
      │    ├── HostUnreachableError host_unreachable  no connection (refused, timed out, unknown name, link lost)
      │    ├── KeyRefusedError     key_refused      the host refused every key ssh offered (BatchMode: no password)
      │    └── HostKeyError        host_key         the host's key is not the one known_hosts has (or none is known)
+     ├── CannotGoThere            cannot_go_there  runtime/goto.py: the terminal a pane runs in cannot be told to
+     │                                        show it (no remote control); .where says where it is
+     ├── SocketPathTooLong (OSError) socket_path_too_long  runtime/system.py: a unix socket path over the
+     │                                        platform's limit (108 bytes on Linux, 104 on macOS); .path
      ├── AlreadyRunning                       board/daemon.py: a daemon already serves this user
      ├── CaptureError (RuntimeError)          testing/capture.py: the run did not follow its scenario
      ├── TruthError (ValueError)              testing/capture_truth.py: no truth derivable from the recording
@@ -337,3 +344,35 @@ class SettingsError(PanewatchError, ValueError):
         self.path = path
         self.problems = problems
         super().__init__("; ".join(problems))
+
+
+class NoScreenError(GuardError):
+    """Input to a pane panewatch knows only from its agent's installed hooks: there is no screen to check and
+    no way to type into it; `where` says where the agent runs (its terminal, tty and directory)."""
+
+    wire_name = "no_screen"
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        super().__init__(f"panewatch knows this agent from its hooks only (no screen, no input): go to it in {where}")
+
+
+class CannotGoThere(PanewatchError):
+    """The terminal a pane runs in cannot be told to show it; `where` says where it is for a person to go."""
+
+    wire_name = "cannot_go_there"
+
+    def __init__(self, where: str, why: str) -> None:
+        self.where = where
+        super().__init__(f"{why}; it runs in {where}")
+
+
+class SocketPathTooLong(PanewatchError, OSError):
+    """A unix socket's path is longer than the platform takes (sun_path: 108 bytes on Linux, 104 on macOS)."""
+
+    wire_name = "socket_path_too_long"
+
+    def __init__(self, path: str, limit: int) -> None:
+        self.path = path
+        super().__init__(f"{path}: {len(path.encode('utf-8', 'surrogateescape'))} bytes, over this system's "
+                         f"{limit}-byte limit for a unix socket path (set PANEWATCH_RUNTIME_DIR to a shorter one)")

@@ -17,6 +17,8 @@ Unix-socket operations (JSON lines, see rpc.py), params → result:
                                                   (pane_busy); requests queue per pane (guard.py)
     answer   {pane, option, fingerprint}         → {option, cleared, state, prompt_after}
     prompt   {pane}                             → {card} (its prompt, if blocked)
+    subscribe                                   → {cards, hosts, notes}; then notifications "cards" {cards, gone}:
+                                                  every card change, gathered (board/subscribe.py; `panewatch top`)
     attach   {pane}                             → {card}; then notifications "screen" {data, repaint}
                                                   and "card" {card}; the client sends "keys" {data}
                                                   and "detach"
@@ -52,6 +54,7 @@ from aiohttp import WSCloseCode, web
 import panewatch
 from panewatch.board import ops
 from panewatch.board.client import runtime_file, socket_path
+from panewatch.board.hookonly import HookOnlyBoard, HookOnlyPane
 from panewatch.board.ids import PaneIds, card_key
 from panewatch.board.limits import ConnectionGate, Limits
 from panewatch.board.model import Card, bad_request
@@ -60,6 +63,7 @@ from panewatch.board.panes import Hub, LocalPane, RemotePane
 from panewatch.board.remote import RemoteBoard
 from panewatch.board.rpc import MAX_LINE, Peer, RemoteError
 from panewatch.board.security import LOGIN_TTL, Access, cookie_key, is_loopback, write_launcher, write_secret
+from panewatch.board.subscribe import CardFeed
 from panewatch.board.tmux import TmuxBoard, TmuxHandle
 from panewatch.board.views import Views
 from panewatch.board.waits import BoardWaits
@@ -67,7 +71,7 @@ from panewatch.board.watchdog import Watchdog
 from panewatch.board.web import make_app
 from panewatch.core.combine import Report
 from panewatch.errors import PanewatchError
-from panewatch.runtime import paths
+from panewatch.runtime import paths, system
 from panewatch.runtime.hooks import PaneHooks, remove_stale_sockets
 from panewatch.runtime.live import LivePane, ManifestWatcher
 from panewatch.runtime.settings import load_settings, settings_path
@@ -123,6 +127,8 @@ class Daemon:
         self.remote = RemoteBoard(self.hub, self.watcher, settings.remotes, attach_hooks=hooks)  # [[remote]]
         self.tmux.watched_hosts = frozenset(name for r in settings.remotes for name in (r.host, r.label))
         self.views = Views(self.hub, self.tmux)  # what a view pane shows; who looks at a pane
+        # agents started by hand outside watched panes, known by their installed hooks (board/hookonly.py)
+        self.hookonly = HookOnlyBoard(self.hub, self.watcher, screen_pane=self._screen_pane)
         self.watchdog = Watchdog()  # ends the headless panes' sessions if we die, even by kill -9
         self.access: Access | None = None
         self._lock_fd: int | None = None
@@ -153,6 +159,7 @@ class Daemon:
             self._say_backends()
             await self.tmux.start()  # before the socket: the first `ls` already sees the tmux panes
             await self.remote.start()  # each host in its own task: none delays the start or another host
+            await self.hookonly.start()
             await self._start_socket()
             write_secret(runtime_file("board.json"), json.dumps(
                 {"pid": self.pid, "url": self.base_url, "host": self.host, "port": self.port}))
@@ -211,6 +218,7 @@ class Daemon:
 
     async def _start_socket(self) -> None:
         path = socket_path()
+        system.check_socket_path(str(path))  # a clear error on a runtime dir too deep for sun_path (104 on macOS)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # stale: we hold the lock, so no live daemon owns it
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -265,6 +273,7 @@ class Daemon:
                 socket_path().unlink()
         for conn in list(self.connections):
             await conn.peer.close()
+        await self.hookonly.close()
         await self.tmux.close()
         await self.remote.close()
         await self.hub.close()
@@ -385,7 +394,12 @@ class Daemon:
         async def attach(msg: dict[str, Any]) -> dict[str, Any]:
             return self._attach(conn, ops.pane(self, msg).id)
 
-        return await ops.call(self, op, msg, web=False, local={"register": register, "attach": attach})
+        async def subscribe(msg: dict[str, Any]) -> dict[str, Any]:
+            conn.cleanups.append(CardFeed(self.hub, conn.peer).start())
+            return {"cards": self.hub.cards(), "hosts": self.hosts(), "notes": self.notes()}
+
+        return await ops.call(self, op, msg, web=False,
+                              local={"register": register, "attach": attach, "subscribe": subscribe})
 
     def notes(self) -> list[str]:
         """What is not watched, for `ls` and the board's banner: tmux servers and sessions not watched, and why.
@@ -482,6 +496,13 @@ class Daemon:
             else:
                 log.warning("notifications: %s cannot deliver: %s", name, how)
 
+    def _screen_pane(self, tty: str) -> Callable[[Report], None] | None:
+        """The report sink of a tmux pane watched by its screen whose tty is `tty` (an agent's hooks land there)."""
+        for handle in self.tmux.handles.values():
+            if not handle.ended and handle.pane.info.tty == tty:
+                return handle.pane.report
+        return None
+
     def _on_report(self, pane_id: str, report: Report) -> None:
         handle = self.hub.panes.get(pane_id)
         if isinstance(handle, LocalPane | TmuxHandle):
@@ -501,6 +522,9 @@ class Daemon:
         if handle.card.get("state") != "exited":
             if not kill:
                 raise RemoteError("running", f"pane {pane_id} is still running")
+            if isinstance(handle, HookOnlyPane):
+                raise RemoteError("not_owned", f"pane {pane_id} is an agent you started in {handle.where}: end it "
+                                               "there")
             if not isinstance(handle, LocalPane):
                 raise RemoteError("not_owned", f"pane {pane_id} runs under `panewatch run` in another "
                                                "terminal: end it there")

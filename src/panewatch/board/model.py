@@ -3,14 +3,15 @@
 A card is plain JSON so the same dict goes from a `run` process to the daemon, to the browser and
 to `panewatch ls --json` unchanged:
 
-    {"id", "name", "agent", "cwd", "command", "origin": "run"|"headless"|"tmux"|"remote", "pid", "state",
+    {"id", "name", "agent", "cwd", "command", "origin": "run"|"headless"|"tmux"|"remote"|"hooks", "pid", "state",
      "source", "rule", "detail", "since" (unix time the state began), "prompt": PROMPT|null, "exit_code",
      "cols", "rows", "interactive", "agent_version" (null: not known),
      "unverified": null | "not verified for 2.2.0 · tested 2.1.332" (the verdict is unchanged),
      "kind": "agent"|"view"|"other"|"unknown" (core/panekind.py), "what" (what holds the pane: "bash",
      "tmux client", "panewatch run"), "view_of": the id of the card a view shows (null: not known),
      "shows" (what a view shows, for people), "answer": null | {option, label, applied, outcome, at, elapsed}
-     (the last answer's outcome); tmux cards also "target", "tmux_pane", "tmux_server", "window"}
+     (the last answer's outcome); tmux cards also "target", "tmux_pane", "tmux_server", "window"; hook-only cards
+     (origin "hooks", board/hookonly.py) also "tty", "terminal", "where", "session", "stale_reports"}
 
     PROMPT = {"question", "options": [{"number", "label", "kind", "key"}], "fingerprint", "body"}
 """

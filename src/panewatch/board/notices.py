@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 from collections import Counter
 from collections.abc import Callable
 
-from panewatch.board.model import Card, stands_for_agent
+from panewatch.board.model import Card, format_duration, in_state, stands_for_agent
 from panewatch.board.panes import Hub, RemotePane
 from panewatch.board.views import Views
 from panewatch.runtime.notify import Notifier, clean, open_board_at
@@ -90,7 +91,8 @@ class Notices:
             host = self.views.host_of(card) if not card.get("target") else None
             name = host.pane.info.target if host is not None else where(card)
             fired = self.notifier.on_change(name, str(card.get("agent") or ""), old, state, message(card),
-                                            board_pane=pane_id, ring=ring)
+                                            board_pane=pane_id, ring=ring,
+                                            host="" if card.get("origin") == "remote" else LOCAL_HOST)
             if fired:
                 self.sent[state] += 1
         except Exception:  # a notification must never break the daemon
@@ -118,12 +120,17 @@ class Notices:
 
 
 PROMPT_WAIT = 0.5  # seconds a blocked notification waits for the dialog's words (a title or a hook came first)
+LOCAL_HOST = socket.gethostname().split(".")[0] or "localhost"  # "host:target" in every title (a remote card's
+# target names its host already)
 FRESH = 5.0  # seconds: a `run` card that registers in a state begun this recently is news (cli/run.py waits)
 
 
 def _registered_just_now(card: Card) -> bool:
+    """A `run` that registers in a fresh state, or a hook-only pane whose first hook just fired (its first state is
+    an event, not a screen found as it was)."""
     since = card.get("since")
-    return card.get("origin") == "run" and isinstance(since, int | float) and 0 <= time.time() - since < FRESH
+    fresh = isinstance(since, int | float) and 0 <= time.time() - since < FRESH
+    return card.get("origin") in ("run", "hooks") and fresh
 
 
 def where(card: Card) -> str:
@@ -132,9 +139,13 @@ def where(card: Card) -> str:
     return str(target or card.get("name") or card.get("id"))
 
 
-def message(card: Card) -> str:
-    """The question and its options, as the card has them (the body of a blocked notification)."""
+def message(card: Card, now: float | None = None) -> str:
+    """The body of a notification: the question and its options as the card has them, then the context a person
+    decides with away from the desk: how long it has waited, and where (a hook-only pane's terminal, tty and
+    directory; else its directory)."""
     prompt = card.get("prompt") or {}
     question = str(prompt.get("question") or "")
     options = " · ".join(f"{o.get('number')}. {o.get('label')}" for o in prompt.get("options") or [])
-    return " — ".join(part for part in (question, options) if part)
+    place = str(card.get("where") or card.get("cwd") or "")
+    context = f"waiting {format_duration(in_state(card, now))}" + (f" · {place}" if place else "")
+    return " — ".join(part for part in (question, options, context) if part)

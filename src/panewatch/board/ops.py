@@ -43,7 +43,8 @@ websocket (wsession.py), each parameter validated once, here.
     ping      —                                            —
 
 The socket may call every op, the browser those marked web. What belongs to one connection — a
-`run` pane registering, an attach and its keys, the browser's terminal view and its keys — is
+`run` pane registering, an attach and its keys, a subscription to every card change (`subscribe`:
+board/subscribe.py, `panewatch top`), the browser's terminal view and its keys — is
 handled by that connection and passed to `call` as `local` operations, so one name never means two
 things and an unknown name is refused the same way on both sides.
 """

@@ -31,6 +31,7 @@ from panewatch.board.ids import card_key
 from panewatch.board.model import Card, bad_request, wire_error
 from panewatch.board.panes import EndpointInput, Hub, Viewer
 from panewatch.board.rpc import RemoteError
+from panewatch.board.windowmarks import WindowMarks
 from panewatch.core.tmux_protocol import command, quote
 from panewatch.errors import TmuxError
 from panewatch.runtime.driver import Manifests
@@ -78,6 +79,7 @@ class TmuxHandle(EndpointInput):
         self._marked = ""
         self.view_of: str | None = None  # the card this pane shows, when it is a view (board/views.py)
         self.shows: str | None = None  # what it shows, for people ("agents:0.0", "devbox")
+        self.marks: WindowMarks | None = None  # its window's @panewatch_window_state (board/windowmarks.py)
         self.endpoint = PaneEndpoint(pane, name=self._name(), cwd="", origin="tmux",
                                      command=pane.info.current_command, on_card=self._on_card)
         self.card: Card = self._own(self.endpoint.card())
@@ -99,10 +101,13 @@ class TmuxHandle(EndpointInput):
     def _on_card(self, card: Card) -> None:
         self.card = self._own(card)
         self._mark(str(self.card.get("state")))
+        if self.marks is not None:
+            self.marks.update(self)
         self.hub.changed(self.id)
 
     def _mark(self, state: str) -> None:
-        """The pane's @panewatch_state user option (for pane-border-format and themes), on change only."""
+        """The pane's @panewatch_state user option (for pane-border-format and themes), on change only; its
+        window's @panewatch_window_state is `marks`' (board/windowmarks.py)."""
         if state == self._marked or self.pane.exited:
             return
         self._marked = state
@@ -182,6 +187,7 @@ class TmuxBoard:
         self.skipped: dict[tuple[str, str], str] = {}
         self.watched_hosts: frozenset[str] = frozenset()  # the [[remote]] hosts (as typed after ssh) and names
         self._refusals: list[str] = []
+        self.marks = WindowMarks()  # each window's @panewatch_window_state
 
     @property
     def notes(self) -> list[str]:
@@ -251,6 +257,8 @@ class TmuxBoard:
         info = pane.info  # the same pane while its server lives: the same id across daemon restarts (board/ids.py)
         key = card_key("tmux", server.label, *info.server, info.pane_id)
         handle = TmuxHandle(self.hub, self.hub.new_id(key), pane, server, key=key)
+        handle.marks = self.marks
+        self.marks.update(handle)
         self.handles[(server, pane.pane_id)] = handle
         self.hub.add(handle)
 
@@ -258,6 +266,7 @@ class TmuxBoard:
         handle = self.handles.pop((server, pane.pane_id), None)
         if handle is not None:  # its card stays, exited, until the hub lets it expire
             handle.refresh()
+            self.marks.forget(handle)
 
     def handle_of(self, pane_id: str) -> TmuxHandle | None:
         return next((h for h in self.handles.values() if h.id == pane_id), None)

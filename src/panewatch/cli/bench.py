@@ -58,6 +58,13 @@ def register(sub: Any) -> None:
     q.add_argument("--seconds", type=float, default=40.0)
     q.add_argument("--seed", type=int, default=7)
     q.set_defaults(func=_runner("panewatch.lab.bench.board", "panes", "seconds", "seed"))
+    q = benches.add_parser("top", help="`panewatch top` while N panes change state: its CPU, key -> frame latency")
+    q.add_argument("--panes", type=int, default=1000)
+    q.add_argument("--seconds", type=float, default=30.0, help="length of the measured window")
+    q.add_argument("--seed", type=int, default=7)
+    q.add_argument("--size", default="120x40", metavar="COLSxROWS", help="the view's terminal (default 120x40)")
+    q.add_argument("--json", dest="as_json", action="store_true", help="the figures as one JSON object")
+    q.set_defaults(func=_runner("panewatch.lab.bench.top", "panes", "seconds", "seed", "size", "as_json"))
     q = benches.add_parser("agents", help="live latencies with the pinned real CLIs: dialog drawn -> blocked, answer")
     q.add_argument("--reps", type=int, default=3)
     q.add_argument("--no-hooks", dest="hooks", action="store_false", help="skip the runs with hooks")
@@ -82,6 +89,11 @@ def register(sub: Any) -> None:
     q.add_argument("--installed", action="store_true", help="the installed hook (`pane hook …`, `hooks install`): "
                    "outside tmux, in an unwatched tmux server, in a watched pane")
     q.set_defaults(func=_hook_bench)
+    q = benches.add_parser("push", help="push latency: a notification through Apprise to a loopback receiver")
+    q.add_argument("-n", type=int, default=50)
+    q.add_argument("--scheme", default="json", choices=("json", "ntfy"),
+                   help="the Apprise URL scheme (ntfy: Apprise spaces its requests 5.5 s apart; use a small -n)")
+    q.set_defaults(func=_push_bench)
     p.set_defaults(func=lambda ns: (p.print_help(), 2)[1])
 
 
@@ -103,6 +115,16 @@ def _bench_submit(ns: argparse.Namespace) -> int:
     from panewatch.testing.capture import PROFILES
 
     print(run(ns.tries, tuple(ns.agents or PROFILES)))
+    return 0
+
+
+def _push_bench(ns: argparse.Namespace) -> int:
+    from panewatch.lab.bench.push import run
+
+    got = run(max(1, ns.n), ns.scheme)
+    print(f"push through Apprise ({ns.scheme}://) to a loopback receiver over {got['n']} notifications: median "
+          f"{got['median_ms']} ms, p95 {got['p95_ms']} ms, max {got['max_ms']} ms ({got['delivered']} delivered); "
+          f"the notifying call returns in {got['call_median_ms']} ms (median)")
     return 0
 
 

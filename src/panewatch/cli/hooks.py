@@ -60,5 +60,5 @@ def main(ns: argparse.Namespace) -> int:
         print(outcome.message)
     if ns.action == "install" and not failed:
         print("Reports reach panewatch from agents in tmux panes while `panewatch serve` (or `panewatch tmux`) "
-              "watches that tmux server.")
+              "watches that tmux server, and from agents in any other terminal while `panewatch serve` runs.")
     return 1 if failed else 0

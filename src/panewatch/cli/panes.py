@@ -84,7 +84,10 @@ def prompt_lines(prompt: dict[str, Any] | None, indent: str = "    ") -> list[st
     if prompt.get("body"):
         lines.append(f"{indent}  {prompt['body'][:200]}")
     lines += [f"{indent}  {o['number']}. {o['label']}" for o in prompt.get("options", [])]
-    lines.append(f"{indent}  fingerprint {prompt.get('fingerprint')}")
+    if prompt.get("fingerprint"):
+        lines.append(f"{indent}  fingerprint {prompt.get('fingerprint')}")
+    else:  # a hook-only pane (board/hookonly.py): no screen, no options, nothing to answer from here
+        lines.append(f"{indent}  (known from its hooks only: answer it where it runs)")
     return lines
 
 
@@ -171,7 +174,10 @@ def _table(cards: list[Card]) -> None:
 
 
 def _where(card: Card) -> str:
-    """Where the pane is: its tmux target and window, else its working directory."""
+    """Where the pane is: its tmux target and window, else (a hook-only pane) its terminal, tty and directory, else
+    its working directory."""
+    if card.get("where"):
+        return str(card["where"])
     target = str(card.get("target") or "")
     window = str(card.get("window") or "")
     cwd = _short_path(str(card.get("cwd") or ""))
@@ -312,33 +318,34 @@ def cmd_attach(ns: argparse.Namespace) -> int:
         return 2
     try:
         if not ns.stream:
-            _attach_tmux(ns.pane)  # returns only when it is not a tmux pane
+            _go_there(ns.pane)  # returns only when the pane is one panewatch streams itself
         return attach(ns.pane, key, ns.detach_key)
     except RemoteError as exc:
         return _fail("attach", exc)
 
 
-def _attach_tmux(pane: str) -> None:
-    """A tmux pane (local or remote): this process becomes the tmux client showing its window, in the user's
-    own tmux (switch-client) when they are inside the same server. Other panes: return."""
-    inside = os.environ.get("TMUX", "").split(",")[0] or None
-    try:
-        how = asyncio.run(client.call("attach_command", pane=pane, inside=inside))
-    except RemoteError as exc:
-        if exc.kind == "not_tmux":
-            return
-        raise
-    env = dict(os.environ)
-    if how["nested"]:
-        env.pop("TMUX", None)
-        print(f"panewatch attach: {how['target']} is on another tmux server than the one you are in: "
-              "attaching it nested (its prefix key is the inner one)", file=sys.stderr)
+def _go_there(pane: str) -> None:
+    """Go to the pane as `top`'s Enter does (board/goto.py): inside the tmux that holds it, this client switches
+    there; a tmux pane elsewhere (or a remote host's): this process becomes the tmux client showing its window.
+    A pane panewatch holds itself: return (the caller streams it)."""
+    from panewatch.board import goto
+
+    async def find() -> goto.Route:
+        card: Card = (await client.call("prompt", pane=pane))["card"]
+        return await goto.route(card, client.call, inside=goto.inside_tmux())
+
+    route = asyncio.run(find())
+    if route.how == "stream":
+        return
+    if route.how == "say":
+        raise RemoteError("not_shown", route.message)
+    if route.message:
+        print(f"panewatch attach: {route.message}", file=sys.stderr)
     sys.stdout.flush()
-    argv = how["argv"]
     try:
-        os.execvpe(argv[0], argv, env)
+        os.execvpe(route.argv[0], list(route.argv), goto.run_env(route))
     except OSError as exc:
-        raise RemoteError("exec", f"could not run {argv[0]}: {exc.strerror}") from None
+        raise RemoteError("exec", f"could not run {route.argv[0]}: {exc.strerror}") from None
 
 
 def cmd_kill(ns: argparse.Namespace) -> int:

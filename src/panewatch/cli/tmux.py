@@ -2,6 +2,7 @@
 
     panewatch tmux [-L NAME | -S PATH | --host HOST] [--json]
     panewatch tmux status       (a summary for status-right; runtime/tmux_status.py, dispatched early)
+    panewatch tmux next [--client NAME]   (bindable: this tmux client to the next blocked pane; cli/tmuxnext.py)
 
 Without -L/-S: the server of the tmux we run in ($TMUX), else the default socket. `--json`: one
 object per line: t, pane (tmux's id, `%3`), target (`session:window.pane`), agent, state, rule,
@@ -40,8 +41,11 @@ def register(subparsers: Any) -> None:
                        help="a remote host's tmux through ssh (user@box, an ssh alias, or a [[remote]] name); "
                             "repeat for several hosts (cli/remote.py)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
-    parser.add_argument("action", nargs="?", choices=["status"], help="status: a one-line summary of every pane's "
-                        "state from the daemon, for tmux's status-right")
+    parser.add_argument("action", nargs="?", choices=["status", "next"], help="status: a one-line summary of every "
+                        "pane's state from the daemon, for tmux's status-right; next: switch this tmux client to the "
+                        "next blocked pane (a message when none)")
+    parser.add_argument("--client", metavar="NAME", help="next: the tmux client to switch (`#{client_name}` in a "
+                        "run-shell binding; default: tmux's choice)")
     parser.set_defaults(func=main)
 
 
@@ -107,6 +111,10 @@ def main(ns: argparse.Namespace) -> int:
         from panewatch.runtime.tmux_status import main as status_main
 
         return status_main([])
+    if ns.action == "next":
+        from panewatch.cli.tmuxnext import next_blocked
+
+        return next_blocked(ns.client)
     if getattr(ns, "hosts", None):
         from panewatch.cli import remote
 

@@ -164,22 +164,3 @@ class CursorReader:
         core.check(get(t, lib.GHOSTTY_TERMINAL_DATA_CURSOR_PENDING_WRAP, self._flag), "pending_wrap")
         core.check(get(t, lib.GHOSTTY_TERMINAL_DATA_ACTIVE_SCREEN, self._int), "active_screen")
         return int(self._x[0]), int(self._y[0]), bool(self._flag[0]), bool(self._int[0])
-
-
-def soft_wraps(term: Any, rows: int) -> list[bool]:
-    """For each visible row: it wrapped onto the next (its text goes on there; not a line end)."""
-    grid_ref = _ffi_mod.union_fn(
-        "ghostty_terminal_grid_ref", "GhosttyResult(*)(GhosttyTerminal, GhosttyPointS, GhosttyGridRef*)")
-    point = ffi.new("GhosttyPointS*")
-    point.tag = lib.GHOSTTY_POINT_TAG_ACTIVE
-    ref = core.init_sized("GhosttyGridRef")
-    row = ffi.new("GhosttyRow*")
-    flag = ffi.new("bool*")
-    out = []
-    for y in range(rows):
-        point.value.x, point.value.y = 0, y
-        core.check(grid_ref(term._t[0], point[0], ref), "grid_ref")
-        core.check(lib.ghostty_grid_ref_row(ref, row), "grid_ref_row")
-        core.check(lib.ghostty_row_get(row[0], lib.GHOSTTY_ROW_DATA_WRAP, flag), "row_get wrap")
-        out.append(bool(flag[0]))
-    return out

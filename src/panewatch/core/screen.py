@@ -318,10 +318,11 @@ class Screen:
     def soft_wraps(self) -> tuple[bool, ...]:
         """Per visible row: its text wrapped onto the next row (one logical line, not a line end).
         All False when closed or on an engine error."""
-        if self.closed:
+        if self.closed or self._text is None:
             return (False,) * self.rows
         try:
-            return tuple(ghostty.soft_wraps(self._term, self.rows))
+            wrapped = set(self._text.wrapped(range(self.rows)))  # the same per-row read the logical lines take
+            return tuple(y in wrapped for y in range(self.rows))
         except Exception:
             self.stats.engine_errors += 1
             return (False,) * self.rows

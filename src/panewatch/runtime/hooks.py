@@ -10,7 +10,10 @@ The hooks `panewatch hooks install` puts in the user's settings (runtime/hooksin
 tmux pane the user started by hand: by `$TMUX` (the server's socket) and `$TMUX_PANE`, with the
 per-user secret of `UserSecret` instead of a pane token. The same server takes them when it is given
 `tmux=` (who resolves a tmux pane to one of its panes) and `secret=`: runtime/tmux_watch.py makes one
-per watched tmux server, at `hooks-CRC.sock` (paneclient.tmux_socket_name).
+per watched tmux server, at `hooks-CRC.sock` (paneclient.tmux_socket_name). Given `agents=` instead, it takes
+installed hooks' reports from outside any watched pane (`{"hook_pid", "parent", "t", "terminal", …}`) as
+`AgentReport`s: the daemon's AGENTS_SOCKET for hook-only panes (board/hookonly.py). Its sink runs before the
+connection is closed, while the hook (which waits for the close) and its shell still exist.
 
 Which hook events of each agent are used and what each reports: core/hookevents.py (one table,
 also read by the hook client and by replays of recorded hooks); how each agent's launch takes
@@ -23,6 +26,7 @@ import asyncio
 import contextlib
 import hmac
 import json
+import math
 import os
 import re
 import secrets
@@ -31,13 +35,14 @@ import stat
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from panewatch.core.combine import Report
 from panewatch.core.hookevents import HOOK_STATES, hook_detail
 from panewatch.core.states import report_state
-from panewatch.runtime import paths
+from panewatch.runtime import paths, system
 from panewatch.runtime.hookinject import (
     CLAUDE_HOOKS,
     HOOK_TIMEOUT,
@@ -60,6 +65,7 @@ __all__ = [
     "ENV_TOKEN",
     "HOOK_TIMEOUT",
     "REJECT_REASONS",
+    "AgentReport",
     "HooksUnavailable",
     "PaneHooks",
     "ReportServer",
@@ -71,12 +77,31 @@ __all__ = [
     "remove_stale_sockets",
 ]
 
-REJECT_REASONS = ("bad_token", "unknown_pane", "bad_json", "too_large", "bad_state", "timeout", "bad_secret")
+REJECT_REASONS = ("bad_token", "unknown_pane", "bad_json", "too_large", "bad_state", "timeout", "bad_secret",
+                  "bad_pid")
 READ_TIMEOUT = 2.0  # a client that connects and says nothing is dropped after this
 
 OnReport = Callable[[str, Report], None]
 TmuxResolver = Callable[[str, str], str | None]  # (tmux socket path, tmux pane id) -> our pane id, or None
 _SOCKET_NAME = re.compile(r"reports-(\d{1,10})-[0-9a-f]+\.sock")  # `reports-{pid}-{hex}.sock`, see ReportServer
+_PID = re.compile(r"[1-9][0-9]{0,9}")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentReport:
+    """An installed hook's report from outside any watched pane, about the agent that ran it."""
+
+    hook_pid: int  # the hook process (checked against the kernel's word where the socket gives it)
+    parent: int  # the hook's parent as it said: `sh -c`, or the agent itself
+    hook_time: float  # wall time the hook started: orders one agent's reports
+    report: Report
+    terminal: dict[str, str] = field(default_factory=dict)  # paneclient.TERMINAL_KEYS it inherited
+    session: str = ""  # the agent's session id (hook payload)
+    cwd: str = ""
+    tool_input: str = ""  # what the tool call is about (a command, a file)
+
+
+OnAgentReport = Callable[[AgentReport], None]
 
 
 class UserSecret:
@@ -133,8 +158,9 @@ class ReportServer:
 
     def __init__(self, on_report: OnReport, *, path: Path | None = None,
                  clock: Callable[[], float] = time.monotonic, tmux: TmuxResolver | None = None,
-                 secret: UserSecret | None = None) -> None:
+                 secret: UserSecret | None = None, agents: OnAgentReport | None = None) -> None:
         self.on_report = on_report
+        self.on_agent = agents
         self._path = path or paths.runtime_dir() / f"reports-{os.getpid()}-{secrets.token_hex(3)}.sock"
         self._clock = clock
         self._tokens: dict[str, bytes] = {}
@@ -155,6 +181,7 @@ class ReportServer:
         """Listen at `path`, replacing whatever socket is there: bound aside, then renamed into place, so
         the path always answers (a listener it replaces keeps running but gets nothing more)."""
         temp = self._path.with_name(f".{os.getpid()}{secrets.token_hex(2)}")
+        system.check_socket_path(str(self._path))  # a clear error, not bind()'s "AF_UNIX path too long"
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.bind(str(temp))
@@ -211,7 +238,11 @@ class ReportServer:
         try:
             data = await asyncio.wait_for(self._read_line(reader), READ_TIMEOUT)
             if data is not None:
-                self._accept(data)
+                sock = writer.get_extra_info("socket")
+                if self.on_agent is not None and sock is not None:  # the hook's pid, as the kernel says
+                    self._accept(data, system.peer_pid(sock))
+                else:
+                    self._accept(data)
         except TimeoutError:
             self.rejected["timeout"] += 1
         except OSError:  # the client went away mid-message: nothing to judge
@@ -234,14 +265,17 @@ class ReportServer:
                 return None
         return buf.split(b"\n", 1)[0]
 
-    def _accept(self, data: bytes) -> None:
-        """Validate one message; count and drop it if anything is wrong."""
+    def _accept(self, data: bytes, peer: int | None = None) -> None:
+        """Validate one message; count and drop it if anything is wrong. `peer`: the sender's pid (the kernel's)."""
         try:
             msg = json.loads(data)
         except ValueError:
             msg = None
         if not isinstance(msg, dict) or not isinstance(msg.get("token"), str):
             self.rejected["bad_json"] += 1
+            return
+        if "hook_pid" in msg:
+            self._agent_report(msg, peer)
             return
         pane = self._installed_pane(msg) if "tmux_pane" in msg else self._launched_pane(msg)
         if pane is None:
@@ -254,6 +288,44 @@ class ReportServer:
         report = Report(state, self._clock(), "hook", hook_detail(msg.get("event"), msg.get("payload")))
         try:
             self.on_report(pane, report)
+        except Exception:  # the runtime's bug must not take the socket down
+            self.callback_errors += 1
+
+    def _agent_report(self, msg: dict[str, Any], peer: int | None) -> None:
+        """An installed hook outside any watched pane: the secret, then the pids (the kernel's word wins)."""
+        if self._secret is None or self.on_agent is None or not self._secret.matches(msg["token"]):
+            self.rejected["bad_secret"] += 1
+            return
+        hook_pid, parent, t, terminal = msg.get("hook_pid"), msg.get("parent"), msg.get("t"), msg.get("terminal", {})
+        try:
+            hook_time = float(t) if isinstance(t, str) else math.nan
+        except ValueError:
+            hook_time = math.nan
+        if not (isinstance(hook_pid, str) and _PID.fullmatch(hook_pid) and isinstance(parent, str)
+                and _PID.fullmatch(parent) and math.isfinite(hook_time) and isinstance(terminal, dict)
+                and all(isinstance(k, str) and isinstance(v, str) for k, v in terminal.items())):
+            self.rejected["bad_json"] += 1
+            return
+        if peer is not None and peer != int(hook_pid):
+            self.rejected["bad_pid"] += 1  # it says it is another process than the one that connected
+            return
+        state = report_state(msg.get("state"))
+        if state is None:
+            self.rejected["bad_state"] += 1
+            return
+        payload = msg.get("payload") if isinstance(msg.get("payload"), dict) else {}
+        assert isinstance(payload, dict)
+
+        def text(key: str) -> str:
+            value = payload.get(key)
+            return value[:300] if isinstance(value, str) else ""
+
+        self.accepted += 1
+        report = Report(state, self._clock(), "hook", hook_detail(msg.get("event"), payload))
+        try:
+            self.on_agent(AgentReport(int(hook_pid), int(parent), hook_time, report,
+                                      {k[:64]: v[:300] for k, v in list(terminal.items())[:32]},
+                                      text("session_id"), text("cwd"), text("tool_input")))
         except Exception:  # the runtime's bug must not take the socket down
             self.callback_errors += 1
 

@@ -2,7 +2,9 @@
 turn ends), at most once per `cooldown` seconds per (pane, state) on the injected clock.
 
 Backends:
-  desktop   `notify-send` (Linux) or `osascript` (macOS); skipped silently when neither exists.
+  desktop   desktop-notifier (runtime/desktop.py: D-Bus on Linux when a session bus is there, Notification
+            Center on macOS; a click or its "Open in board" button opens the board at the pane), else
+            `notify-send` (Linux) or `osascript` (macOS); skipped silently when none can deliver.
             Clicking it opens the board at that pane where the desktop allows: given `open_board` and a
             board pane id, a notify-send that has `--action` (libnotify >= 0.7.10) shows an "Open in
             board" action (also the notification's default action, its body click); when the user
@@ -14,7 +16,9 @@ Backends:
             written into a tmux pane never reaches the user's terminal); the text is stripped of control
             characters first, so prompt text can never end the OSC early or inject escape sequences.
   command   the user's `notify.command` via /bin/sh -c, with PANEWATCH_PANE, PANEWATCH_STATE,
-            PANEWATCH_AGENT, PANEWATCH_PROMPT in its environment (never spliced into the command).
+            PANEWATCH_AGENT, PANEWATCH_PROMPT, PANEWATCH_HOST in its environment (never spliced into the command).
+  push      phones and chats through Apprise (runtime/push.py): every `notify.urls` entry and
+            $PANEWATCH_NOTIFY_URLS, each in its own worker thread (set = enabled, like `command`).
 
 Processes are started without waiting (Popen, own session, no stdin) and reaped by a watcher
 thread that kills them after `command_timeout`. A failing backend is counted in `failures` and
@@ -36,6 +40,8 @@ from collections import Counter
 from collections.abc import Callable
 
 from panewatch.core.machine import StateChange
+from panewatch.runtime.desktop import Desktop, usable
+from panewatch.runtime.push import Pusher, env_urls
 from panewatch.runtime.settings import NotifySettings, Settings
 
 log = logging.getLogger(__name__)
@@ -46,6 +52,7 @@ ACTION_WAIT = 900.0  # seconds a clickable notification's notify-send may wait f
 ACTIONS = ("default", "open")  # what notify-send prints for a click on the body / on the "Open in board" button
 _CONTROL = dict.fromkeys([*range(0x20), 0x7F, *range(0x80, 0xA0)], " ")
 _MAX_TEXT = 240
+_MAX_PUSH = 1000  # a phone shows more than a desktop bubble: the question and every option
 
 Which = Callable[[str], str | None]
 
@@ -66,8 +73,14 @@ class Notifier:
         which: Which = shutil.which,
         platform: str = sys.platform,
         open_board: Callable[[str], None] | None = None,
+        environ: dict[str, str] | None = None,
     ) -> None:
         self.settings = settings.notify if isinstance(settings, Settings) else settings
+        env = dict(os.environ if environ is None else environ)
+        self.pusher = Pusher([*self.settings.urls, *env_urls(env)], environ=env)
+        # desktop-notifier where it can deliver (not with the platform forced for a test: no such desktop here)
+        self.desktop = Desktop(self._desktop_result) if platform == sys.platform and usable(env) else None
+        self._desktop_said = False
         self._clock = clock
         self._terminal_writer = terminal_writer
         self._which = which
@@ -99,9 +112,11 @@ class Notifier:
                               board_pane=board_pane)
 
     def on_change(self, pane_id: str, agent: str, old_state: str, new_state: str, prompt_text: str = "", *,
-                  board_pane: str | None = None, ring: Callable[[str, str], bool] | None = None) -> list[str]:
+                  board_pane: str | None = None, ring: Callable[[str, str], bool] | None = None,
+                  host: str = "") -> list[str]:
         """Notify if this state change calls for it; returns the names of the backends that fired. `ring`: how
-        the terminal backend reaches the terminal showing this pane (title, body → whether it rang)."""
+        the terminal backend reaches the terminal showing this pane (title, body → whether it rang). `host`: the
+        machine the pane is on, for the title ("host:target": a phone is not at the desk)."""
         if not self.wants(old_state, new_state):
             return []
         now = self._clock()
@@ -111,17 +126,18 @@ class Notifier:
             self.suppressed += 1
             return []
         self._last[key] = now
-        title, body = self._message(pane_id, agent, new_state, prompt_text)
+        title, body = self._message(f"{host}:{pane_id}" if host else pane_id, agent, new_state, prompt_text)
         env = {"PANEWATCH_PANE": pane_id, "PANEWATCH_STATE": new_state, "PANEWATCH_AGENT": agent,
-               "PANEWATCH_PROMPT": prompt_text}
+               "PANEWATCH_PROMPT": prompt_text, "PANEWATCH_HOST": host}
         fired: list[str] = []
         backends: list[tuple[str, Callable[[], bool]]] = [
             ("desktop", lambda: self._desktop(title, body, board_pane)),
             ("terminal", lambda: ring(title, body) if ring is not None else self.ring(title, body)),
             ("command", lambda: self._command(env)),
+            ("push", lambda: self.pusher.send(title, clean(prompt_text or body, _MAX_PUSH))),
         ]
         for name, send in backends:
-            if name != "command" and name not in self.settings.backends:
+            if name not in ("command", "push") and name not in self.settings.backends:
                 continue
             try:
                 if send():
@@ -147,6 +163,11 @@ class Notifier:
     # -- backends: return True if they fired, False if skipped; raise on failure ------------------
 
     def _desktop(self, title: str, body: str, board_pane: str | None = None) -> bool:
+        if self.desktop is not None and "desktop" in self.settings.backends:
+            open_board, pane = self._open_board, board_pane
+            click = (lambda: open_board(pane)) if open_board is not None and pane is not None else None
+            self.desktop.send(title, body, click)
+            return True
         if self._platform == "darwin":
             osascript = self._which("osascript")
             if osascript is None:
@@ -165,6 +186,15 @@ class Notifier:
         else:
             self._spawn("desktop", [*argv, title, body], None)
         return True
+
+    def _desktop_result(self, delivered: bool, why: str) -> None:
+        """desktop-notifier's word on one notification (its thread): a failure said once, counted always."""
+        if delivered:
+            return
+        with self._lock:
+            self.failures["desktop"] += 1
+            first, self._desktop_said = not self._desktop_said, True
+        (log.warning if first else log.debug)("notifications: desktop failed: %s", why)
 
     def _takes_actions(self, notify_send: str) -> bool:
         """Does this notify-send have --action (libnotify >= 0.7.10)? Asked once per path."""
@@ -250,7 +280,10 @@ class Notifier:
         backend reaches a terminal (the daemon: through tmux); "" = its own terminal, if it has one."""
         out: list[tuple[str, bool, str]] = []
         for name in self.settings.backends:
-            if name == "desktop":
+            if name == "desktop" and self.desktop is not None:
+                out.append((name, True, "through desktop-notifier (Notification Center)" if self._platform == "darwin"
+                            else "through desktop-notifier (D-Bus session bus)"))
+            elif name == "desktop":
                 tool = "osascript" if self._platform == "darwin" else "notify-send"
                 found = self._which(tool)
                 fix = "" if self._platform == "darwin" else " (Debian/Ubuntu: apt-get install libnotify-bin)"
@@ -262,6 +295,7 @@ class Notifier:
             out.append(("command", True, f"runs {self.settings.command}"))
         elif "command" in self.settings.backends:
             out.append(("command", False, "[notify] command is empty"))
+        out += [(f"push {name}", ok, how) for name, ok, how in self.pusher.availability()]
         return out
 
     def running(self) -> int:
@@ -269,7 +303,10 @@ class Notifier:
             return len(self._children)
 
     def close(self) -> None:
-        """Kill whatever notification processes are still running (runtime shutdown)."""
+        """Kill whatever notification processes are still running (runtime shutdown); push workers end."""
+        self.pusher.close()
+        if self.desktop is not None:
+            self.desktop.close()
         with self._lock:
             children = list(self._children)
         for proc in children:

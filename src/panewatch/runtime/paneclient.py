@@ -20,8 +20,18 @@ environment instead: `{"tmux": SOCKET_PATH, "tmux_pane": "%3", "token": USER_SEC
 `hooks-CRC.sock` in the private runtime dir (CRC: `tmux_socket_name` of the server's socket path), where
 whoever watches that tmux server listens (runtime/tmux_watch.py). The token is the per-user secret
 in SECRET_FILE there (0600). In a pane panewatch launched (PANEWATCH_PANE_ID/TOKEN set) they do
-nothing: the per-launch hooks report that pane. Not in tmux, no runtime dir, no listener (nobody
-watches that server), no secret: nothing, without even reading the hook's stdin.
+nothing: the per-launch hooks report that pane. No runtime dir, no secret, no listener: nothing, without
+even reading the hook's stdin.
+
+Outside a watched tmux pane (no `$TMUX`, or a server nobody watches) an installed hook reports the agent
+itself, a *hook-only* pane (board/hookonly.py), to the daemon's AGENTS_SOCKET:
+`{"hook_pid", "parent", "t", "terminal": {...}, "token": USER_SECRET, "event", "state", "payload"}`:
+its own pid and its parent's (the daemon walks up from there past `sh -c` to the agent, with psutil, on
+Linux and macOS alike: Claude Code runs hooks through `/bin/sh -c` in a new session, so the hook has no
+terminal of its own), the time it started (`t`: one agent's hooks may arrive out of order), the terminal
+variables it inherited from the agent (TERMINAL_KEYS: which terminal, which window) and the payload's
+session id and cwd. It then waits (bounded by SOCKET_TIMEOUT) for the daemon to close the connection:
+the walk happens while this process and its shell still exist.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from __future__ import annotations
 import _socket  # the C module: `socket` drags in enum and selectors, ~4 ms at every hook call
 import os
 import sys
+import time
 import zlib
 
 from panewatch.core.hookevents import NOTIFICATION_STATES  # plain data, no costly imports
@@ -39,6 +50,14 @@ ENV_SOCKET = "PANEWATCH_SOCKET"
 
 ENV_RUNTIME_DIR = "PANEWATCH_RUNTIME_DIR"
 SECRET_FILE = "hooks.secret"
+AGENTS_SOCKET = "agents.sock"  # the daemon's listener for hook-only panes (board/hookonly.py)
+
+# What says which terminal (and which of its windows) an agent runs in; inherited by its hooks.
+TERMINAL_KEYS = ("TERM_PROGRAM", "TERM_PROGRAM_VERSION", "TERM", "KITTY_WINDOW_ID", "KITTY_LISTEN_ON", "KITTY_PID",
+                 "WEZTERM_PANE", "WEZTERM_UNIX_SOCKET", "ITERM_SESSION_ID", "TERM_SESSION_ID", "VSCODE_PID",
+                 "VSCODE_INJECTION", "GHOSTTY_RESOURCES_DIR", "WT_SESSION", "ALACRITTY_WINDOW_ID",
+                 "KONSOLE_DBUS_SESSION", "GNOME_TERMINAL_SCREEN", "WINDOWID", "STY", "ZELLIJ", "SSH_TTY", "TMUX_PANE")
+_STARTED = time.time()  # when this hook began: orders one agent's reports (board/hookonly.py)
 
 MAX_MESSAGE = 64 * 1024
 SOCKET_TIMEOUT = 0.5
@@ -46,7 +65,9 @@ STDIN_TIMEOUT = 0.2
 STDIN_LIMIT = 1024 * 1024  # Edit/Write payloads carry whole files; read (to drain the pipe), keep little
 
 # Hook payload fields worth forwarding (small, useful for the board and notifications).
-_PAYLOAD_KEYS = ("hook_event_name", "tool_name", "notification_type", "message", "reason", "error")
+_PAYLOAD_KEYS = ("hook_event_name", "tool_name", "notification_type", "message", "reason", "error", "session_id",
+                 "cwd")
+_TOOL_INPUT_KEYS = ("command", "file_path", "path", "url", "query", "pattern")  # what a tool call is about
 _FIELD_LIMIT = 300
 
 _USAGE = "usage: panewatch pane [hook] report STATE [--event NAME] | panewatch pane [hook] notify"
@@ -138,31 +159,49 @@ def read_secret(directory: str) -> str | None:
 
 
 def _installed(argv: list[str]) -> None:
-    """An installed hook: report the tmux pane it runs in, if someone watches that server."""
+    """An installed hook: report the tmux pane it runs in if someone watches that server, else the agent itself
+    to the daemon (a hook-only pane)."""
     env = os.environ
     if env.get(ENV_PANE_ID) and env.get(ENV_TOKEN):
         return  # a pane panewatch launched: its per-launch hooks report it (no double report)
+    if (directory := runtime_dir()) is None or (secret := read_secret(directory)) is None:
+        return
     pane, tmux_socket = env.get("TMUX_PANE", ""), env.get("TMUX", "").split(",")[0]
-    if not (pane and tmux_socket) or (directory := runtime_dir()) is None:
-        return
-    secret = read_secret(directory)
-    if secret is None:
-        return
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    try:
-        sock.settimeout(SOCKET_TIMEOUT)
-        try:  # first: nobody watching this server means no socket, and we are done at once
-            sock.connect(directory + "/" + tmux_socket_name(tmux_socket))
-        except OSError:
+    sock = None
+    if pane and tmux_socket:
+        sock = _connect(directory + "/" + tmux_socket_name(tmux_socket))
+    if sock is not None:  # a watched tmux pane: the report lands on its card
+        head: dict[str, str | dict[str, str]] = {"tmux": tmux_socket, "tmux_pane": pane}
+    else:  # no tmux, or a server nobody watches: the agent itself, if the daemon listens
+        sock = _connect(directory + "/" + AGENTS_SOCKET)
+        if sock is None:
             return
+        terminal = {k: v[:_FIELD_LIMIT] for k in TERMINAL_KEYS if (v := env.get(k))}
+        head = {"hook_pid": str(os.getpid()), "parent": str(os.getppid()), "t": repr(_STARTED), "terminal": terminal}
+    try:
         message = _message(argv)
         if message is None:
             return
-        data = _dumps({"tmux": tmux_socket, "tmux_pane": pane, "token": secret, **message}) + b"\n"
-        if len(data) <= MAX_MESSAGE:
-            sock.sendall(data)
+        data = _dumps({**head, "token": secret, **message}) + b"\n"
+        if len(data) > MAX_MESSAGE:
+            return
+        sock.sendall(data)
+        if "hook_pid" in head:  # the daemon walks our parents while we (and our shell) still exist
+            sock.recv(1)
     finally:
         sock.close()
+
+
+def _connect(path: str) -> _socket.socket | None:
+    """A connected socket to `path`, or None at once when nobody listens there."""
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(SOCKET_TIMEOUT)
+        sock.connect(path)
+    except OSError:
+        sock.close()
+        return None
+    return sock
 
 
 def _option(args: list[str], name: str) -> str:
@@ -195,7 +234,13 @@ def _hook_input() -> dict[str, str]:
     doc = _loads(b"".join(chunks).decode("utf-8", "replace"))
     if not isinstance(doc, dict):
         return {}
-    return {k: v[:_FIELD_LIMIT] for k in _PAYLOAD_KEYS if isinstance(v := doc.get(k), str)}
+    out = {k: v[:_FIELD_LIMIT] for k in _PAYLOAD_KEYS if isinstance(v := doc.get(k), str)}
+    tool_input = doc.get("tool_input")
+    if isinstance(tool_input, dict):
+        about = next((v for k in _TOOL_INPUT_KEYS if isinstance(v := tool_input.get(k), str)), None)
+        if about is not None:
+            out["tool_input"] = about[:_FIELD_LIMIT]
+    return out
 
 
 # `import json` costs ~10 ms per hook call, almost all of it `re`, which only its pure-Python

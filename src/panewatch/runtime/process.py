@@ -18,6 +18,7 @@ import psutil
 from panewatch.core.identity import WRAPPERS, base_name, is_interpreter, is_shell_name, match_agent
 from panewatch.core.machine import Foreground
 from panewatch.core.manifest import Manifest
+from panewatch.runtime import system
 
 
 def _info(proc: psutil.Process) -> tuple[str, tuple[str, ...], float] | None:
@@ -73,6 +74,8 @@ def _leader_alone(pgid: int, manifests: list[Manifest]) -> Foreground | None:
 def _children(pid: int) -> bytes | None:
     """The pids of `pid`'s children as the kernel lists them per thread (`/proc/PID/task/TID/children`,
     one read a thread): b"" for none. None when that cannot be read (not Linux, or no such process)."""
+    if not system.has_proc():  # macOS: no /proc; the description goes through psutil (sysctl)
+        return None
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
         return b" ".join(part for tid in sorted(tasks) if (part := _read_proc(f"/proc/{pid}/task/{tid}/children")
@@ -86,6 +89,8 @@ def leader_fingerprint(pgid: int) -> tuple[bytes, ...] | None:
     (psutil's Process, oneshot, name, cmdline and create_time take several opens and the boot time): the
     leader's name, whether it is a zombie, its group, its start time, its command line and its children.
     None if it cannot be read (the process is gone, or not Linux): then describe in full."""
+    if not system.has_proc():
+        return None
     try:
         stat = _read_proc(f"/proc/{pgid}/stat")
         cmdline = _read_proc(f"/proc/{pgid}/cmdline")

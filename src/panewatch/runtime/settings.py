@@ -6,8 +6,10 @@
     on_turn_end = false                  # also notify when a working turn ends (working → idle)
     cooldown = 30                        # seconds between two notifications per pane and state
     command = ""                         # run via /bin/sh -c on each notification (set = enabled);
-                                         # PANEWATCH_PANE/STATE/AGENT/PROMPT in its environment
+                                         # PANEWATCH_PANE/STATE/AGENT/PROMPT/HOST in its environment
     command_timeout = 10                 # seconds before a hanging command is killed
+    urls = []                            # Apprise URLs (runtime/push.py): phones and chats; `${NAME}` reads the
+                                         # environment; $PANEWATCH_NOTIFY_URLS adds more
 
     [tmux]
     watch = "auto"                       # the daemon watches every tmux server of the user ("off": none)
@@ -34,6 +36,7 @@ TOML falls back to all defaults, and each problem becomes a warning naming the f
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -43,6 +46,7 @@ from panewatch.errors import SettingsError
 from panewatch.runtime.paths import config_dir
 
 BACKENDS = ("desktop", "terminal", "command")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,31}://\S+")
 TERMINAL_KINDS = ("osc9", "osc777", "bell")
 
 
@@ -54,6 +58,7 @@ class NotifySettings:
     cooldown: float = 30.0
     command: str = ""
     command_timeout: float = 10.0
+    urls: tuple[str, ...] = ()  # Apprise URLs: never logged (runtime/push.py names them by scheme and host)
 
 
 @dataclass(frozen=True)
@@ -233,6 +238,15 @@ def _notify(table: dict[str, Any], path: Path, problems: list[str]) -> dict[str,
                 bad(key, "must be a string")
             else:
                 out[key] = value
+        elif key == "urls":  # never quoted back: a URL holds its service's token
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                problems.append(f"{path}: notify.urls: must be a list of Apprise URLs (strings); none used")
+                continue
+            good = [v.strip() for v in value if _URL.match(v.strip())]
+            for index, v in enumerate(value):
+                if not _URL.match(v.strip()):
+                    problems.append(f"{path}: notify.urls[{index}]: not a URL (scheme://…); left out")
+            out[key] = tuple(dict.fromkeys(good))
     if "command" in out.get("backends", ()) and not out.get("command"):
         problems.append(f"{path}: notify.backends: 'command' is listed but notify.command is empty")
     return out

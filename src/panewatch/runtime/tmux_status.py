@@ -40,27 +40,31 @@ def _plain(text: str) -> str:
     return "".join(ch for ch in text if ch.isprintable()).replace("#", "##")[:40]
 
 
-def cards_from_daemon(timeout: float = TIMEOUT) -> list[dict[str, Any]] | None:
-    """The daemon's cards, or None when it is not running or does not answer in time."""
+def ask(op: str, *, timeout: float = TIMEOUT, socket_path: str | None = None, **params: Any) -> dict[str, Any] | None:
+    """One request on the daemon's socket, without the client library (a status line asks every few seconds):
+    its reply, or None when no daemon runs, it does not answer in time, or it refused."""
     try:
-        path = str(paths.runtime_dir() / "board.sock")
+        path = socket_path or str(paths.runtime_dir() / "board.sock")
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
             sock.connect(path)
-            sock.sendall(b'{"id": 1, "op": "list"}\n')
+            sock.sendall(json.dumps({"id": 1, "op": op, **params}).encode() + b"\n")
             data = b""
             while not data.endswith(b"\n"):
                 chunk = sock.recv(1 << 16)
                 if not chunk:
                     return None
                 data += chunk
+        reply = json.loads(data)
     except (OSError, ValueError):
         return None
-    try:
-        reply = json.loads(data)
-    except ValueError:
-        return None
-    cards = reply.get("cards") if isinstance(reply, dict) and reply.get("ok") else None
+    return reply if isinstance(reply, dict) and reply.get("ok") else None
+
+
+def cards_from_daemon(timeout: float = TIMEOUT) -> list[dict[str, Any]] | None:
+    """The daemon's cards, or None when it is not running or does not answer in time."""
+    reply = ask("list", timeout=timeout)
+    cards = reply.get("cards") if reply is not None else None
     return [c for c in cards if isinstance(c, dict)] if isinstance(cards, list) else None
 
 

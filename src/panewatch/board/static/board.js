@@ -236,6 +236,7 @@ function uiState(id) {
 }
 
 function place(card) {
+  if (card.where) return card.where;  // a hook-only pane (board/hookonly.py): its terminal, tty and directory
   const where = card.target ? (card.window ? `${card.target} [${card.window}]` : card.target) : "";
   return [where, shortPath(card.cwd || "")].filter(Boolean).join(" · ");
 }
@@ -285,11 +286,17 @@ function renderCard(card) {
       text: `Host unreachable: ${card.detail || "the link is down"}. What the pane shows now is unknown; nothing can be sent until it is back.` }));
   }
   if (state.message) body.push(el("div", { class: `message message-${state.message.kind}`, role: "status", text: state.message.text }));
-  const actions = el("div", { class: "actions" },
-    el("button", { type: "button", class: "open-view", onclick: () => openView(card.id), text: "Terminal" }));
-  actions.append(el("button", { type: "button", class: "report-wrong", text: "This state is wrong",
-    title: "save this pane's recent history as a golden case (panewatch report-wrong)",
-    onclick: () => { state.reporting = { expected: "" }; state.message = null; renderCard(cards.get(card.id)); } }));
+  const actions = el("div", { class: "actions" });
+  if (card.origin === "hooks") {  // known by its hooks only (board/hookonly.py): no screen here, its terminal has it
+    actions.append(el("button", { type: "button", class: "goto", text: "Go there", title: card.where || "",
+      onclick: () => request({ op: "goto", pane: card.id })
+        .then(() => say(card.id, "ok", `Shown in ${card.terminal || "its terminal"}`), (e) => say(card.id, "error", e.message)) }));
+  } else {
+    actions.append(el("button", { type: "button", class: "open-view", onclick: () => openView(card.id), text: "Terminal" }));
+    actions.append(el("button", { type: "button", class: "report-wrong", text: "This state is wrong",
+      title: "save this pane's recent history as a golden case (panewatch report-wrong)",
+      onclick: () => { state.reporting = { expected: "" }; state.message = null; renderCard(cards.get(card.id)); } }));
+  }
   if (card.state === "exited") {
     actions.append(el("button", { type: "button", class: "dismiss", text: "Dismiss",
       onclick: () => request({ op: "dismiss", pane: card.id }).catch((e) => say(card.id, "error", e.message)) }));
@@ -320,7 +327,11 @@ function renderPrompt(card, state) {
       disabled: state.busy, text: `${option.number}. ${option.label}`, onclick: () => choose(card.id, option.number),
     }));
   }
-  if (!prompt.options.length) options.append(el("span", { class: "no-options", text: "No options found on screen: open the terminal to see it." }));
+  if (!prompt.options.length) {
+    options.append(el("span", { class: "no-options", text: card.origin === "hooks"
+      ? `Known from its hooks only: answer it in ${card.where || "its terminal"}.`
+      : "No options found on screen: open the terminal to see it." }));
+  }
   box.append(options);
   if (state.pending) {
     box.append(el("div", { class: "confirm", role: "alertdialog" },

@@ -30,7 +30,6 @@ import os
 import random
 import shlex
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -40,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from panewatch.runtime.tmux_status import ask
 from panewatch.testing.sshd import Sshd
 
 OBSERVE = 0.25  # seconds between reads of the daemon's cards
@@ -101,21 +101,7 @@ def _pw(day: Day, *args: str, timeout: float = 40.0) -> subprocess.CompletedProc
 
 
 def _rpc(day: Day, op: str, **params: Any) -> dict[str, Any] | None:
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(3.0)
-            sock.connect(str(day.root / "run" / "board.sock"))
-            sock.sendall(json.dumps({"id": 1, "op": op, **params}).encode() + b"\n")
-            data = b""
-            while not data.endswith(b"\n"):
-                chunk = sock.recv(1 << 16)
-                if not chunk:
-                    return None
-                data += chunk
-        reply: dict[str, Any] = json.loads(data)
-        return reply if reply.get("ok") else None
-    except (OSError, ValueError):
-        return None
+    return ask(op, timeout=3.0, socket_path=str(day.root / "run" / "board.sock"), **params)
 
 
 def setup(root: Path, n: int, time_scale: float, seed: int) -> Day:

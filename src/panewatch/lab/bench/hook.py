@@ -8,7 +8,9 @@ Run it with `python -m panewatch.lab.bench.hook [N]`; a `panewatch bench` subcom
 `run_installed`: the same for the hook `panewatch hooks install` puts in the user's settings
 (`pane hook report working`), outside tmux, in a pane of a tmux server nobody watches, and in a watched
 pane (a ReportServer taking installed hooks' reports at that server's socket, as runtime/tmux_hooks.py
-makes; the client only reads `$TMUX`/`$TMUX_PANE`, so no tmux server is needed to time it).
+makes; the client only reads `$TMUX`/`$TMUX_PANE`, so no tmux server is needed to time it); and outside
+tmux with the daemon's hook-only listener there (board/hookonly.py: the hook waits while the daemon walks
+up from it to the agent, here the benchmark itself).
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from panewatch.core.combine import Report
-from panewatch.runtime.hooks import ReportServer, UserSecret, hook_launcher
-from panewatch.runtime.paneclient import tmux_socket_name
+from panewatch.runtime.agentproc import AgentProcess, find_agent
+from panewatch.runtime.hooks import AgentReport, ReportServer, UserSecret, hook_launcher
+from panewatch.runtime.live import ManifestWatcher
+from panewatch.runtime.paneclient import AGENTS_SOCKET, tmux_socket_name
 
 # What Claude Code 2.1.332 pipes into a PreToolUse hook (shape of a recorded payload).
 PAYLOAD = json.dumps({
@@ -94,17 +98,29 @@ async def _run_installed(n: int, argv: list[str]) -> dict[str, dict[str, Any]]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("TMUX", "PANEWATCH_PANE", "PANEWATCH_TOKEN"))}
     base["PANEWATCH_RUNTIME_DIR"] = str(directory)
     cases = {"not in tmux": base, "unwatched tmux": {**base, "TMUX": "/tmp/tmux-bench/other,1,0", "TMUX_PANE": "%1"},
-             "watched pane": {**base, "TMUX": f"{watched},1,0", "TMUX_PANE": "%1"}}
+             "watched pane": {**base, "TMUX": f"{watched},1,0", "TMUX_PANE": "%1"}, "hook-only": base}
+    manifests = ManifestWatcher().current()
+    agents: list[AgentProcess | None] = []
+
+    def walk(report: AgentReport) -> None:  # what the daemon's HookOnlyBoard does first with each report
+        agents.append(find_agent(report.parent, manifests))
+        received.append(report.report)
+
+    hook_only = ReportServer(lambda _pane, _report: None, path=directory / AGENTS_SOCKET, secret=UserSecret(directory),
+                             agents=walk)
     out: dict[str, dict[str, Any]] = {}
     try:
         for label, env in cases.items():
+            if label == "hook-only":
+                await hook_only.start()
             before = len(received)
             times = await _time_calls([*argv, "pane", "hook", "report", "working", "--event", "PreToolUse"], env, n)
-            if label == "watched pane":
+            if label in ("watched pane", "hook-only"):
                 await _delivered(received, before + n)
             out[label] = _summary(n, argv, times, len(received) - before)
     finally:
         await server.close()
+        await hook_only.close()
         shutil.rmtree(directory, ignore_errors=True)
     return out
 
