@@ -203,28 +203,6 @@ def test_a_program_named_nowhere_is_judged_by_its_screen() -> None:
         assert (m.state.state, m.agent) == ("blocked", "claude"), fg
 
 
-def test_a_dialog_on_screen_before_an_unnamed_program_took_over_is_not_its_own() -> None:
-    """bench day: a shell `cat` a dialog, then ran `clear`, in front for an instant before it cleared (any
-    command no list names: `make`, `./build`): the pane turned unknown with the dialog still drawn and
-    notified "blocked". What was on screen when it took over is inherited; what it draws is its own."""
-    m = machine()
-    m.foreground(0.5, _fg(10, "bash", shell=True))
-    for k, chunk in enumerate(CHUNKS[:3]):  # the dialog's words, printed under a shell
-        m.output(1.0 + k, chunk)
-    settle(m, 3.9)
-    m.foreground(4.0, _fg(11, "make"))
-    assert m.kind.kind == "unknown" and m.detector.verdict.state == "blocked"  # the screen alone says blocked
-    changes = settle(m, 6.0)
-    assert m.state.state == "idle" and "blocked" not in {c.new.state for c in changes}
-    m.output(6.5, b"\x1b[H\x1b[2J")  # it clears the screen: the inherited dialog is gone
-    settle(m, 7.5)
-    assert m.state.state == "idle"
-    for k, chunk in enumerate(CHUNKS[:3]):  # and now it draws a dialog of its own: believed
-        m.output(8.0 + k, chunk)
-    settle(m, 11.0)
-    assert m.state.state == "blocked"
-
-
 def test_a_view_of_another_pane_is_not_judged() -> None:
     client = Foreground(20, "tmux: client", ("tmux", "-L", "day", "attach", "-t", "agents"), False, None)
     for fg, shows in ((client, None), (Foreground(21, "python3", ("python3", "/usr/bin/panewatch", "run", "--",

@@ -141,11 +141,6 @@ class PaneMachine:
         self.link_detail = ""
         self.kind: PaneKind = PaneKind("agent", agent) if agent is not None else UNKNOWN
         self.watched_hosts: frozenset[str] = frozenset()  # [[remote]] hosts: ssh to one is a view (panekind)
-        # A dialog already on screen when a program we cannot name took over from one we know is not an
-        # agent (`cat dialog.txt`, then `clear` or `make` in front before it draws): that program did not
-        # draw it. (rule, matched) of that blocked verdict; believed again once the screen no longer shows it.
-        self._inherited_block: tuple[str | None, str] | None = None
-        self._inherit_pending = False
 
     # -- events in ---------------------------------------------------------------------------
 
@@ -227,10 +222,7 @@ class PaneMachine:
             return self._flush([])
         if settled:
             self._settle_due = None
-        judged = self.detector.due(t)
         self.detector.tick(t)
-        if judged:
-            self._inherit()
         self._observe_screen()
         return self._flush(self._update(t))
 
@@ -263,7 +255,6 @@ class PaneMachine:
             return []
         if not self.detector.mid_frame(t):
             self.detector.classify_now()
-            self._inherit()
         self._observe_screen()
         return self._update(t)
 
@@ -316,10 +307,7 @@ class PaneMachine:
         fg = self.fg
         if self.pinned_agent is not None:  # `--agent ID`: an agent by the user's word, whatever runs
             return
-        was_judged, self.kind = self.kind.judged, pane_kind(fg, watched_hosts=self.watched_hosts)
-        self._inherit_pending = not was_judged and self.kind.kind == "unknown"
-        if not self.kind.judged:
-            self._inherited_block = None
+        self.kind = pane_kind(fg, watched_hosts=self.watched_hosts)
         self.detector.set_judging(self.kind.judged)
         if fg is None:
             return
@@ -349,30 +337,13 @@ class PaneMachine:
         if self.has_exited:
             return []
         running = self._agent_running()
-        report, verdict = self.report_in_force, self._believed_verdict()
+        report, verdict = self.report_in_force, self.detector.verdict
         if report is not None and verdict.state == ("idle" if report.state == "done" else report.state):
             self._screen_agreed, self._settle_due = True, None
         new = combine(verdict, self._screen_changed_at, report, running, t, self._screen_agreed,
                       self.status_in_force, link_up=self.link_up, link_detail=self.link_detail,
                       holds_agent=self.kind.judged, holder=self.kind.what)
         return self._set_state(t, new)
-
-    def _inherit(self) -> None:
-        """Just judged for the first time since an unnamed program took the pane over: what blocks now is inherited."""
-        if self._inherit_pending:
-            self._inherit_pending = False
-            verdict = self.detector.verdict
-            self._inherited_block = (verdict.rule, verdict.matched) if verdict.state == "blocked" else None
-
-    def _believed_verdict(self) -> Verdict:
-        """The screen's verdict, less a dialog the pane's unnamed program inherited (see `_inherited_block`)."""
-        verdict = self.detector.verdict
-        if self._inherited_block is None:
-            return verdict
-        if verdict.state == "blocked" and (verdict.rule, verdict.matched) == self._inherited_block:
-            return Verdict("idle", None, agent=verdict.agent)
-        self._inherited_block = None  # gone from the screen (cleared, scrolled away): a dialog from now on is new
-        return verdict
 
     def _set_state(self, t: float, new: PaneState) -> list[StateChange]:
         old, self.state = self.state, new
