@@ -167,10 +167,15 @@ def test_a_foreground_we_cannot_read_keeps_screen_identification() -> None:
 
 
 def test_a_program_known_not_to_be_an_agent_is_never_judged_by_agent_rules() -> None:
-    """A shell that printed a dialog (`panewatch ls`, `cat` of a transcript), a pager showing one, or a
-    program we can read that no manifest names: no agent rule judges its screen, so it is never blocked."""
+    """A shell that printed a dialog (`panewatch ls`, `cat` of a transcript), a pager showing one, a script's
+    `sleep` under what `cat` printed, `watch panewatch ls`: no agent rule judges its screen, so it is never
+    blocked."""
+    script = Foreground(14, "sh", ("sh", "-c", "cat dialog.txt; sleep 600"), False, None,
+                        members=(("sleep", ("sleep", "600")),))
+    watching = Foreground(15, "watch", ("watch", "panewatch", "ls"), False, None,
+                          members=(("sh", ("sh", "-c", "panewatch ls")), ("panewatch", ("panewatch", "ls"))))
     for fg in (_fg(10, "bash", shell=True), _fg(12, "less"), Foreground(13, "python3", ("python3", "-m", "panewatch",
-               "ls"), False, None), _fg(14, "wrapper-script")):
+               "ls"), False, None), script, watching):
         m = machine()
         m.foreground(0.5, fg)
         for k, chunk in enumerate(CHUNKS[:3]):  # Claude's working screen, then its Bash dialog
@@ -180,6 +185,22 @@ def test_a_program_known_not_to_be_an_agent_is_never_judged_by_agent_rules() -> 
         assert "blocked" not in {c.new.state for c in changes} and m.agent is None, fg
         assert m.kind.kind == "other" and m.verdict.rule is None
         assert m.report(4.0, Report("blocked", 4.0, "hook")) == []  # a report from an agent not in front
+
+
+def test_a_program_named_nowhere_is_judged_by_its_screen() -> None:
+    """A program no manifest and no list names (a replay script, a renamed agent binary, an agent under
+    `sudo`'s own pty) may be an agent: its screen identifies one, as a replay's does. Never judging it
+    would lose a "needs you" for good, not make it late."""
+    for fg in (Foreground(20, "python3", ("python3", "castplay.py", "dialog.cast"), False, None), _fg(21, "my-agent"),
+               Foreground(22, "sudo", ("sudo", "my-agent"), False, None),
+               Foreground(23, "npx", ("npx", "some-agent"), False, None, members=(("some-agent", ("some-agent",)),))):
+        m = machine()
+        m.foreground(0.5, fg)
+        for k, chunk in enumerate(CHUNKS[:3]):  # Claude's working screen, then its Bash dialog
+            m.output(1.0 + k, chunk)
+        settle(m, 3.9)
+        assert m.kind.kind == "unknown", fg
+        assert (m.state.state, m.agent) == ("blocked", "claude"), fg
 
 
 def test_a_view_of_another_pane_is_not_judged() -> None:

@@ -177,3 +177,33 @@ def test_a_group_gone_before_it_is_read_keeps_the_last_description() -> None:
     finally:
         shell.kill()
         shell.wait()
+
+
+def test_what_a_script_runs_names_its_pane_and_an_unnamed_program_is_unknown(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Real process groups on a real pty: `sh -c 'cat f; sleep 600'` (what tmux runs for a command) is described
+    by its shell, with the `sleep` as a member, and is another program; a script no list names is unknown."""
+    from panewatch.core.panekind import pane_kind
+
+    player = tmp_path / "castplay.py"
+    player.write_text("import time\nprint('Do you want to proceed?')\ntime.sleep(30)\n")
+    cases = [(["sh", "-c", "cat /dev/null; sleep 30; true"], ("other", "sleep")),
+             (["python3", str(player)], ("unknown", "python3"))]
+    for argv, want in cases:
+        async def main(argv: list[str] = argv, want: tuple[str, str] = want) -> None:
+            session = PtySession(argv, on_output=lambda data: None, env={**os.environ, "TERM": "xterm"})
+            session.start_reading()
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 10
+            try:
+                while True:
+                    fd = session.master_fd
+                    fg = foreground(fd, session.pid, MANIFESTS) if fd is not None else None
+                    kind = pane_kind(fg)
+                    if (kind.kind, kind.what) == want:
+                        return
+                    assert loop.time() < deadline, (argv, fg, kind)
+                    await asyncio.sleep(0.02)
+            finally:
+                session.close()
+
+        asyncio.run(main())

@@ -70,6 +70,9 @@ class Foreground:
     pid: int | None = None  # the process described: the group leader, else the group's newest process
     agent_pid: int | None = None  # the member that is the agent (a wrapper such as npx may lead the group)
     version: str | None = None  # the agent's version, once learnt (runtime/version.py); None: not known
+    # The group's other processes, (name, cmdline) each, when they were read: what a script runs
+    # (`sh -c 'cat f; sleep 600'` is described by its shell), judged with it by core/panekind.py.
+    members: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,8 +54,8 @@ def group_members(pgid: int, session_pid: int) -> list[psutil.Process]:
 def _leader_alone(pgid: int, manifests: list[Manifest]) -> Foreground | None:
     """The group described from its leader alone, when that settles it: the leader is a known agent,
     or a plain program (`cat`, `vim`) that cannot be wrapping one: no interpreter, no known launcher,
-    no child of its own (a compiled wrapper may start the agent as its child; such a pane would be
-    taken for "another program" and never judged, core/panekind.py). Listing a group's members means
+    no child of its own (a compiled wrapper may start the agent as its child: its members are read, and
+    core/panekind.py judges the group by all of them). Listing a group's members means
     walking every process on the machine (psutil's children()); with hundreds of panes that walk,
     not detection, would dominate the runtime's CPU."""
     with contextlib.suppress(psutil.Error, OSError):
@@ -143,7 +143,8 @@ def _describe(pgid: int, session_pid: int, manifests: list[Manifest]) -> tuple[F
             break
     # Only shells in the group: a shell waits at its prompt (a shell running a command has children here).
     shell = agent_id is None and all(is_shell_name(item[1]) for item in infos)
-    return Foreground(pgid, name, cmdline, shell, agent_id, proc.pid, agent_pid), False
+    members = tuple((member_name, member_cmdline) for _, member_name, member_cmdline, _ in infos[1:])
+    return Foreground(pgid, name, cmdline, shell, agent_id, proc.pid, agent_pid, members=members), False
 
 
 def foreground(master_fd: int, session_pid: int, manifests: Iterable[Manifest]) -> Foreground | None:

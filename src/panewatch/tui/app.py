@@ -249,7 +249,14 @@ class TopApp(App[int]):
 
     # -- cards ---------------------------------------------------------------------------------------
 
+    @property
+    def _shutting_down(self) -> bool:
+        """A timer or the feed may still call back while the app takes its screen down: then they do nothing."""
+        return not self.is_running
+
     def _on_back(self, first: dict[str, Any]) -> None:
+        if self._shutting_down:
+            return
         self.cards = {str(c["id"]): c for c in first.get("cards") or [] if isinstance(c, dict) and "id" in c}
         hosts = first.get("hosts") or {}
         self.notes = [R.plain(n) for n in first.get("notes") or []] + [
@@ -265,9 +272,13 @@ class TopApp(App[int]):
             self.say("the daemon is back")
 
     def _on_lost(self, why: str) -> None:
+        if self._shutting_down:
+            return
         self.say(why)
 
     def _on_cards(self, cards: list[Card], gone: list[str]) -> None:
+        if self._shutting_down:
+            return
         for card in cards:
             self.cards[str(card["id"])] = card
         for pane_id in gone:
@@ -283,6 +294,8 @@ class TopApp(App[int]):
             self._arrange_timer = self.set_timer(ARRANGE, self._arrange)
 
     def _arrange(self) -> None:
+        if self._shutting_down:
+            return
         self._arrange_timer = None
         self._dirty = False
         pane_list = self.pane_list
@@ -306,6 +319,8 @@ class TopApp(App[int]):
         self._update("header", Text(f"panewatch · {R.summary(self.cards.values())}{shown}"), layout=False)
 
     def _tick(self) -> None:
+        if self._shutting_down:
+            return
         self.pane_list.redraw_changed()  # the "for how long" column
         self._detail()
 
@@ -343,6 +358,8 @@ class TopApp(App[int]):
         self._preview_timer = self.set_timer(PREVIEW_SWITCH, self._switch_preview)
 
     async def _switch_preview(self) -> None:
+        if self._shutting_down:
+            return
         self._preview_timer = None
         old, self.preview = self.preview, None
         if old is not None:
@@ -362,6 +379,8 @@ class TopApp(App[int]):
         self.set_timer(PREVIEW_EVERY, self._draw_preview)
 
     def _draw_preview(self) -> None:
+        if self._shutting_down:
+            return
         self._preview_due = False
         widget = self.query_one("#preview", Static)
         preview = self.preview
