@@ -264,6 +264,8 @@ class TmuxPane(PaneDriver):
     def _look_at_foreground(self, now: float) -> None:
         if self._look_again(now):
             self._set_foreground(now, self.tracker.current)
+        else:
+            self.machine.looked(now)
 
     def _look_again(self, now: float) -> bool:
         self.looked_at = now
