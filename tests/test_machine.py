@@ -217,6 +217,7 @@ def test_a_dialog_shown_under_a_known_program_is_not_the_next_unnamed_programs()
     assert m.kind.kind == "unknown" and m.detector.verdict.state == "blocked"  # the screen alone says blocked
     changes = settle(m, 6.0)
     assert m.state.state == "idle" and "blocked" not in {c.new.state for c in changes}
+    assert m.agent is None  # nor is it taken for the agent whose words it shows
     m.output(6.5, b"\x1b[H\x1b[2J")  # it clears the screen: the inherited dialog is gone
     settle(m, 7.5)
     for k, chunk in enumerate(CHUNKS[:3]):  # and now it draws a dialog of its own: believed

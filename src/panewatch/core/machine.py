@@ -294,7 +294,7 @@ class PaneMachine:
     @property
     def agent(self) -> str | None:
         fg = self.fg
-        return self.pinned_agent or (fg.agent_id if fg else None) or self.detector.verdict.agent or None
+        return self.pinned_agent or (fg.agent_id if fg else None) or self._believed_verdict().agent or None
 
     # -- what combine() is told --------------------------------------------------------------
 
@@ -343,7 +343,7 @@ class PaneMachine:
         if self._inherited_block is None:
             return verdict
         if verdict.state == "blocked" and verdict.matched == self._inherited_block:
-            return Verdict("idle", None, agent=verdict.agent)
+            return Verdict("idle", None, agent="")  # nor is it the agent the words name
         self._inherited_block = None  # gone from the screen (cleared, scrolled away): a dialog from now on is new
         return verdict
 
@@ -362,7 +362,7 @@ class PaneMachine:
             self._agent_seen = self._agent_by_process = False
         elif self._agent_by_process:  # the agent's process was known and the group cannot be read now
             return False
-        if self.detector.verdict.agent:  # an unrecognised wrapper drawing a known agent's screen
+        if self._believed_verdict().agent:  # an unrecognised wrapper drawing a known agent's screen
             self._agent_seen = True
         return None
 
