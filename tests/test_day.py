@@ -14,6 +14,7 @@ import json
 import os
 import shlex
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +112,14 @@ def test_one_card_per_agent_never_a_shell_and_one_notification_each(tmux: Tmux, 
         ended = [p["id"] for p in stats["panes"] for _ in range(p["blocked"]["count"])]
         ongoing = [w["id"] for w in stats["ongoing"] if w["kind"] == "blocked"]
         assert (ended, ongoing) == ([card_a["id"]], [runs[0]["id"]]), stats  # A's answered, D's still open
+
+        # a program no list names starts under the dialog's words: it did not draw them (it is judged all the same)
+        tmux("send-keys", "-t", b, "python3 -c 'import time; time.sleep(120)'", "Enter")
+        wait_for(lambda: (x := by_pane(b)) and (x["kind"], x["what"]) == ("unknown", "python3"), "b's python3", 20)
+        deadline = time.monotonic() + 3  # a window to see a false block in (the screen is judged within 0.2 s)
+        while time.monotonic() < deadline:
+            assert (by_pane(b) or {}).get("state") == "idle", by_pane(b)
+            time.sleep(0.1)
     finally:
         serve.stop()
 

@@ -203,6 +203,38 @@ def test_a_program_named_nowhere_is_judged_by_its_screen() -> None:
         assert (m.state.state, m.agent) == ("blocked", "claude"), fg
 
 
+def test_a_dialog_shown_under_a_known_program_is_not_the_next_unnamed_programs() -> None:
+    """By hand and in bench day: a shell `cat` a dialog, then ran a program no list names (`python3 -c`,
+    `make`): the pane turned unknown with the dialog still drawn and was "needs you". What the screen showed at
+    the last look under the shell is inherited; what is drawn after it is the new program's (a remote agent
+    exec'd from a shell while the link hung drew its dialog after that look: believed, tests/test_remote_watch.py)."""
+    m = machine()
+    m.foreground(0.5, _fg(10, "bash", shell=True))
+    for k, chunk in enumerate(CHUNKS[:3]):  # the dialog's words, printed under the shell
+        m.output(1.0 + k, chunk)
+    m.looked(3.5)  # the runtime looked again: still the shell
+    m.foreground(4.0, _fg(11, "python3"))
+    assert m.kind.kind == "unknown" and m.detector.verdict.state == "blocked"  # the screen alone says blocked
+    changes = settle(m, 6.0)
+    assert m.state.state == "idle" and "blocked" not in {c.new.state for c in changes}
+    assert m.agent is None  # nor is it taken for the agent whose words it shows
+    m.output(6.5, b"\x1b[H\x1b[2J")  # it clears the screen: the inherited dialog is gone
+    settle(m, 7.5)
+    for k, chunk in enumerate(CHUNKS[:3]):  # and now it draws a dialog of its own: believed
+        m.output(8.0 + k, chunk)
+    settle(m, 11.0)
+    assert m.state.state == "blocked"
+
+    drawn_after = machine()  # the dialog came after the last look under the shell: the new program's
+    drawn_after.foreground(0.5, _fg(10, "bash", shell=True))
+    drawn_after.looked(0.6)
+    for k, chunk in enumerate(CHUNKS[:3]):
+        drawn_after.output(1.0 + k, chunk)
+    drawn_after.foreground(4.0, _fg(11, "python3"))
+    settle(drawn_after, 6.0)
+    assert drawn_after.state.state == "blocked"
+
+
 def test_a_view_of_another_pane_is_not_judged() -> None:
     client = Foreground(20, "tmux: client", ("tmux", "-L", "day", "attach", "-t", "agents"), False, None)
     for fg, shows in ((client, None), (Foreground(21, "python3", ("python3", "/usr/bin/panewatch", "run", "--",

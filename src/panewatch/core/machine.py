@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from panewatch.core import termstatus
-from panewatch.core.classify import Quarantine, Verdict
+from panewatch.core.classify import Quarantine, Verdict, classify_unidentified
 from panewatch.core.combine import REPORT_SETTLE, PaneState, Report, combine, screen_key
 from panewatch.core.detector import PaneDetector
 from panewatch.core.history import History
@@ -140,6 +140,11 @@ class PaneMachine:
         self.link_up = True  # a local pane's always is; a remote pane's follows its host's ssh link
         self.link_detail = ""
         self.kind: PaneKind = PaneKind("agent", agent) if agent is not None else UNKNOWN
+        # The screen at the last look that found a program known not to be an agent in front, and the dialog
+        # text (a blocked verdict's `matched`) that screen showed when a program named nowhere took over: that
+        # program did not draw it (`cat transcript`, later `make` or a script). Believed again once not shown.
+        self._screen_at_look: Snapshot | None = None
+        self._inherited_block: str | None = None
         self.watched_hosts: frozenset[str] = frozenset()  # [[remote]] hosts: ssh to one is a view (panekind)
 
     # -- events in ---------------------------------------------------------------------------
@@ -195,7 +200,14 @@ class PaneMachine:
             return self._flush([])
         self.fg = fg
         self._refresh_agent()
+        self.looked(t)
         return self._flush(self.check(t))
+
+    def looked(self, t: float) -> None:
+        """The runtime looked at who holds the tty (changed or not): under a program known not to be an agent,
+        what is on screen now is that program's (or older), whatever runs next."""
+        if not self.kind.judged and not self.has_exited:
+            self._screen_at_look = self.detector.screen.snapshot()
 
     def manifests_changed(self, t: float) -> list[StateChange]:
         """The manifests were reloaded: an edited rule applies to the screen already shown."""
@@ -282,7 +294,7 @@ class PaneMachine:
     @property
     def agent(self) -> str | None:
         fg = self.fg
-        return self.pinned_agent or (fg.agent_id if fg else None) or self.detector.verdict.agent or None
+        return self.pinned_agent or (fg.agent_id if fg else None) or self._believed_verdict().agent or None
 
     # -- what combine() is told --------------------------------------------------------------
 
@@ -307,12 +319,33 @@ class PaneMachine:
         fg = self.fg
         if self.pinned_agent is not None:  # `--agent ID`: an agent by the user's word, whatever runs
             return
-        self.kind = pane_kind(fg, watched_hosts=self.watched_hosts)
+        was_judged, self.kind = self.kind.judged, pane_kind(fg, watched_hosts=self.watched_hosts)
+        if not was_judged and self.kind.kind == "unknown":
+            self._inherited_block = self._block_shown_at_look()
+        elif self.kind.kind != "unknown":
+            self._inherited_block = None
         self.detector.set_judging(self.kind.judged)
         if fg is None:
             return
         known = fg.agent_id is not None and any(m.id == fg.agent_id for m in self._manifests())
         self.detector.set_agent(fg.agent_id if known else None)
+
+    def _block_shown_at_look(self) -> str | None:
+        """The dialog text the screen at the last look under a known non-agent showed, if any."""
+        if self._screen_at_look is None:
+            return None
+        verdict = classify_unidentified(self._screen_at_look, self._manifests())
+        return verdict.matched if verdict.state == "blocked" else None
+
+    def _believed_verdict(self) -> Verdict:
+        """The screen's verdict, less a dialog inherited by the program in front (see `_inherited_block`)."""
+        verdict = self.detector.verdict
+        if self._inherited_block is None:
+            return verdict
+        if verdict.state == "blocked" and verdict.matched == self._inherited_block:
+            return Verdict("idle", None, agent="")  # nor is it the agent the words name
+        self._inherited_block = None  # gone from the screen (cleared, scrolled away): a dialog from now on is new
+        return verdict
 
     def _agent_running(self) -> bool | None:
         """True: an agent holds the pane. False: it is gone (the shell, or a program we can tell is not
@@ -329,7 +362,7 @@ class PaneMachine:
             self._agent_seen = self._agent_by_process = False
         elif self._agent_by_process:  # the agent's process was known and the group cannot be read now
             return False
-        if self.detector.verdict.agent:  # an unrecognised wrapper drawing a known agent's screen
+        if self._believed_verdict().agent:  # an unrecognised wrapper drawing a known agent's screen
             self._agent_seen = True
         return None
 
@@ -337,7 +370,7 @@ class PaneMachine:
         if self.has_exited:
             return []
         running = self._agent_running()
-        report, verdict = self.report_in_force, self.detector.verdict
+        report, verdict = self.report_in_force, self._believed_verdict()
         if report is not None and verdict.state == ("idle" if report.state == "done" else report.state):
             self._screen_agreed, self._settle_due = True, None
         new = combine(verdict, self._screen_changed_at, report, running, t, self._screen_agreed,

@@ -404,6 +404,8 @@ class LivePane(PaneDriver):
         assert self._session is not None
         if self.tracker.poll(now, pgid, self._session.pid, self.watcher.current()):
             self._set_foreground(now, self.tracker.current)
+        elif self.tracker.read:  # the same group holds it, read just now (not a poll skipped as too soon)
+            self.machine.looked(now)
 
     def _refresh_foreground(self, now: float) -> None:
         if self._session is not None:

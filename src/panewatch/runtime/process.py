@@ -175,13 +175,16 @@ class ForegroundTracker:
         self._described_at = float("-inf")
         self.describes = 0
         self.skipped = 0  # re-describes answered by the leader's fingerprint (nothing it depends on moved)
+        self.read = False  # whether the last poll read the group (see poll)
         # The last description came from the leader alone: it stands while the leader's fingerprint and
         # the manifests are as then (compared by identity first: the watcher keeps its objects until a reload).
         self._alone_key: tuple[object, ...] | None = None
         self.versions: dict[int, str | None] = {}  # agent pid -> its version, as learnt (runtime/version.py)
 
     def poll(self, now: float, pgid: int | None, session_pid: int, manifests: Iterable[Manifest]) -> bool:
-        """Update `current` for group `pgid` seen at `now`; True if the description changed."""
+        """Update `current` for group `pgid` seen at `now`; True if the description changed. `read` says
+        whether this poll read the group (False: too soon after the last read, or the group was gone)."""
+        self.read = False
         if pgid is None or pgid <= 0:
             changed = self.current is not None
             self.current = None
@@ -202,6 +205,7 @@ class ForegroundTracker:
         key = None if fingerprint is None else (pgid, fingerprint, *manifests)
         if key is not None and key == self._alone_key and self.current is not None:
             self.skipped += 1  # the leader alone said who holds the pane, and nothing about it changed
+            self.read = True
             return False
         self.describes += 1
         new, alone = _describe(pgid, session_pid, manifests)
@@ -217,7 +221,7 @@ class ForegroundTracker:
         changed = new != self.current
         if changed:
             self._refresh = self.refresh
-        self.current = new
+        self.current, self.read = new, True
         return changed
 
     def learn_version(self, pid: int, version: str | None) -> bool:

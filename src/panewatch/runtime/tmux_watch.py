@@ -264,6 +264,8 @@ class TmuxPane(PaneDriver):
     def _look_at_foreground(self, now: float) -> None:
         if self._look_again(now):
             self._set_foreground(now, self.tracker.current)
+        elif self.tracker.read:  # the same group holds it, read just now (not a poll skipped as too soon)
+            self.machine.looked(now)
 
     def _look_again(self, now: float) -> bool:
         self.looked_at = now
