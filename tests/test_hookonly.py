@@ -11,7 +11,6 @@ import json
 import os
 import shlex
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from hookutil import installed as installed
 from panewatch.board.hookonly import HookOnlyBoard, HookOnlyPane
 from panewatch.board.ids import PaneIds
 from panewatch.board.model import Card
@@ -28,12 +28,10 @@ from panewatch.core.combine import Report
 from panewatch.core.hookpane import HookPane
 from panewatch.runtime import paneclient
 from panewatch.runtime.agentproc import find_agent
-from panewatch.runtime.hooksinstall import OURS
 from panewatch.runtime.live import ManifestWatcher
 from panewatch.runtime.pty import PtySession
 
 STANDIN = Path(__file__).parent / "standin"
-ORIGINAL = b'{\n  "permissions": {"defaultMode": "default"}\n}\n'
 
 
 def test_reports_apply_in_hook_order_and_nothing_after_the_exit() -> None:
@@ -49,22 +47,6 @@ def test_reports_apply_in_hook_order_and_nothing_after_the_exit() -> None:
     assert pane.exited(102.0) is not None and pane.ended
     assert pane.report("working", 12.0, "UserPromptSubmit", 103.0) is None  # a hook after the exit: nothing
     assert pane.current.state == "exited"
-
-
-@pytest.fixture
-def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """`hooks install --agent claude` into a private HOME; the installed command of each hook event."""
-    home = tmp_path / "home"
-    (home / ".claude").mkdir(parents=True)
-    (home / ".claude" / "settings.json").write_bytes(ORIGINAL)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    out = subprocess.run([sys.executable, "-m", "panewatch", "hooks", "install", "--agent", "claude"],
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    doc = json.loads((home / ".claude" / "settings.json").read_bytes())
-    return {event: h["command"] for event, groups in doc["hooks"].items() for g in groups for h in g["hooks"]
-            if OURS.search(h["command"])}
 
 
 def agent_steps(tmp_path: Path, installed: dict[str, str], events: list[tuple[str, dict[str, Any]]]) -> list[str]:

@@ -10,7 +10,7 @@ import contextlib
 import re
 import shlex
 import subprocess
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -225,12 +225,33 @@ def test_panes_over_several_control_clients_all_stream(sshd: Sshd) -> None:
     watching(sshd, body)
 
 
-def test_a_silent_link_is_noticed_by_the_keepalives(sshd: Sshd) -> None:
-    """No FIN, no RST: the server's side of the connection frozen (SIGSTOP). ssh's keepalives give up after
-    alive_interval * alive_count seconds and the panes turn unreachable; thawed, a new connection resyncs."""
+@contextlib.contextmanager
+def frozen_link(sshd: Sshd) -> Iterator[Callable[[], None]]:
+    """The server's side of every ssh connection stopped (SIGSTOP): a link that hangs without dropping. Yields
+    `thaw`, which resumes them; they are resumed on the way out whatever happened."""
     import os
     import signal
 
+    stopped = sshd.sessions()
+    assert stopped, "no ssh connection to freeze"
+    for proc in stopped:
+        os.kill(proc.pid, signal.SIGSTOP)
+
+    def thaw() -> None:
+        for proc in stopped:
+            with contextlib.suppress(OSError):
+                os.kill(proc.pid, signal.SIGCONT)
+        stopped.clear()
+
+    try:
+        yield thaw
+    finally:
+        thaw()
+
+
+def test_a_silent_link_is_noticed_by_the_keepalives(sshd: Sshd) -> None:
+    """No FIN, no RST: the server's side of the connection frozen (SIGSTOP). ssh's keepalives give up after
+    alive_interval * alive_count seconds and the panes turn unreachable; thawed, a new connection resyncs."""
     sshd.tmux("new-session", "-d", "-s", "work", "-x", "120", "-y", "32", SHOW_DIALOG)
     board_id = f"devbox:{pane_id(sshd, 'work:0')}"
 
@@ -240,20 +261,12 @@ def test_a_silent_link_is_noticed_by_the_keepalives(sshd: Sshd) -> None:
         watcher = RemoteWatcher(RemoteServer(host=sshd.alias, ssh=options), ManifestWatcher(), on_added=seen.added,
                                 on_link=seen.links.append, backoff=FAST)
         await watcher.start()
-        frozen = []
         try:
             await until(lambda: seen.last(board_id) == "blocked", 10, "the dialog")
-            frozen = sshd.sessions()
-            for proc in frozen:
-                os.kill(proc.pid, signal.SIGSTOP)
-            await until(lambda: seen.last(board_id) == "unreachable", 15, "unreachable by keepalive")
-            for proc in frozen:
-                os.kill(proc.pid, signal.SIGCONT)
+            with frozen_link(sshd):
+                await until(lambda: seen.last(board_id) == "unreachable", 15, "unreachable by keepalive")
             await until(lambda: seen.last(board_id) == "blocked", 30, "resynchronised")
         finally:
-            for proc in frozen:
-                with contextlib.suppress(OSError):
-                    os.kill(proc.pid, signal.SIGCONT)
             await watcher.close()
 
     asyncio.run(asyncio.wait_for(main(), 90))
@@ -264,9 +277,6 @@ def test_a_hung_link_refuses_a_send_instead_of_typing_it_into_the_dialog_drawn_m
     a roaming network), the remote agent opens its dialog, the board still shows idle. `send PANE 1` was typed
     into the link and answered the dialog when it resumed (5 of 5). Now the round trip before the write gets no
     answer within ROUND_TRIP_TIMEOUT and the send is refused; the dialog is still there when the link resumes."""
-    import os
-    import signal
-
     from panewatch.runtime.tmux_watch import ROUND_TRIP_TIMEOUT
 
     idle_then_dialog = f"printf 'ready> '; read line; exec {ANSWERING}"
@@ -280,36 +290,27 @@ def test_a_hung_link_refuses_a_send_instead_of_typing_it_into_the_dialog_drawn_m
         watcher = RemoteWatcher(RemoteServer(host=sshd.alias, ssh=options), ManifestWatcher(), on_added=seen.added,
                                 on_link=seen.links.append, backoff=FAST)
         await watcher.start()
-        frozen: list[Any] = []
         try:
             await until(lambda: seen.last(board_id) == "idle" and seen.panes[board_id].seeded, 10, "the idle pane")
             pane = seen.panes[board_id]
             guard = InputGuard(pane, pane_id=board_id)
-            frozen = sshd.sessions()
-            assert frozen
-            for proc in frozen:
-                os.kill(proc.pid, signal.SIGSTOP)
-            sshd.tmux("send-keys", "-t", tmux_id, "go", "Enter")  # on the host, not through the link
-            deadline = asyncio.get_running_loop().time() + 10
-            while "Do you want" not in sshd.tmux("capture-pane", "-p", "-t", tmux_id):
-                assert asyncio.get_running_loop().time() < deadline, "the dialog never opened on the host"
-                await asyncio.sleep(0.05)
-            assert seen.last(board_id) == "idle" and watcher.link_up  # the stale screen, the link not yet dead
-            started = asyncio.get_running_loop().time()
-            with pytest.raises(PaneNotResyncedError, match=rf"pane {re.escape(board_id)}: tmux on devbox did not "
-                                                           "confirm that its screen here is current"):
-                await guard.send("1")
-            print(f"refused after {asyncio.get_running_loop().time() - started:.2f} s "
-                  f"(ROUND_TRIP_TIMEOUT {ROUND_TRIP_TIMEOUT:g} s)")
-            for proc in frozen:
-                os.kill(proc.pid, signal.SIGCONT)
-            frozen = []
-            await until(lambda: seen.last(board_id) == "blocked", 15, "the dialog seen once the link resumed")
+            with frozen_link(sshd) as thaw:
+                sshd.tmux("send-keys", "-t", tmux_id, "go", "Enter")  # on the host, not through the link
+                deadline = asyncio.get_running_loop().time() + 10
+                while "Do you want" not in sshd.tmux("capture-pane", "-p", "-t", tmux_id):
+                    assert asyncio.get_running_loop().time() < deadline, "the dialog never opened on the host"
+                    await asyncio.sleep(0.05)
+                assert seen.last(board_id) == "idle" and watcher.link_up  # the stale screen, the link not yet dead
+                started = asyncio.get_running_loop().time()
+                with pytest.raises(PaneNotResyncedError, match=rf"pane {re.escape(board_id)}: tmux on devbox did "
+                                                               "not confirm that its screen here is current"):
+                    await guard.send("1")
+                print(f"refused after {asyncio.get_running_loop().time() - started:.2f} s "
+                      f"(ROUND_TRIP_TIMEOUT {ROUND_TRIP_TIMEOUT:g} s)")
+                thaw()
+                await until(lambda: seen.last(board_id) == "blocked", 15, "the dialog seen once the link resumed")
             assert "answered" not in sshd.tmux("capture-pane", "-p", "-t", tmux_id)
         finally:
-            for proc in frozen:
-                with contextlib.suppress(OSError):
-                    os.kill(proc.pid, signal.SIGCONT)
             await watcher.close()
 
     asyncio.run(asyncio.wait_for(main(), 90))

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from hookutil import ORIGINAL
+from hookutil import installed as installed
 from panewatch.runtime import paneclient
-from panewatch.runtime.hooksinstall import OURS
 from panewatch.runtime.live import ManifestWatcher
 from panewatch.runtime.tmux_watch import TmuxPane, TmuxWatcher
 from tmuxutil import Tmux, agent_cmd, until
@@ -27,28 +28,10 @@ from tmuxutil import tmux as tmux
 
 pytestmark = pytest.mark.needs("tmux")  # tests/components.py: fails without it unless PANEWATCH_SKIP=tmux
 
-ORIGINAL = b'{\n  "permissions": {"defaultMode": "default"}\n}\n'
 
 
 def panewatch(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "panewatch", *args], capture_output=True, text=True, timeout=60)
-
-
-@pytest.fixture
-def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """`hooks install --agent claude` into a private HOME; the installed command of each hook event."""
-    home = tmp_path / "home"
-    (home / ".claude").mkdir(parents=True)
-    (home / ".claude" / "settings.json").write_bytes(ORIGINAL)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    out = panewatch("hooks", "install", "--agent", "claude")
-    assert out.returncode == 0, out.stderr
-    doc = json.loads((home / ".claude" / "settings.json").read_bytes())
-    found = {event: h["command"] for event, groups in doc["hooks"].items() for g in groups for h in g["hooks"]
-             if OURS.search(h["command"])}
-    assert set(found) >= {"PreToolUse", "PermissionRequest", "Stop", "Notification"}
-    return found
 
 
 def by_hand(tmp_path: Path, name: str, *steps: str) -> str:

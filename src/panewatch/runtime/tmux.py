@@ -165,12 +165,9 @@ def check_socket_dir(path: Path, *, create: bool = False) -> None:
             pass
         except OSError as exc:
             raise TmuxError(f"cannot make tmux's socket directory {path}: {exc.strerror or exc}") from None
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
+    info = _lstat(path, "tmux's socket directory")
+    if info is None:
         return
-    except OSError as exc:
-        raise TmuxError(f"cannot read tmux's socket directory {path}: {exc.strerror or exc}") from None
     mode = stat.S_IMODE(info.st_mode)
     if not stat.S_ISDIR(info.st_mode):
         kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a directory"
@@ -182,15 +179,22 @@ def check_socket_dir(path: Path, *, create: bool = False) -> None:
         raise TmuxUnsafeError(str(path), f"the directory's mode {mode:04o} lets other users in")
 
 
+def _lstat(path: Path, what: str) -> os.stat_result | None:
+    """`path`'s own status (a link is not followed); None if it is missing."""
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise TmuxError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+
+
 def check_socket(path: Path) -> None:
     """A socket in the socket directory: the user's own (lstat: a link or another user's is refused).
     Missing: fine (tmux makes it, inside a directory `check_socket_dir` passed)."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
+    info = _lstat(path, "tmux socket")
+    if info is None:
         return
-    except OSError as exc:
-        raise TmuxError(f"cannot read tmux socket {path}: {exc.strerror or exc}") from None
     if not stat.S_ISSOCK(info.st_mode):
         raise TmuxUnsafeError(str(path), "it is not a socket" + (" (a symbolic link)" if stat.S_ISLNK(info.st_mode)
                                                                 else ""))
